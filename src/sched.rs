@@ -1,0 +1,72 @@
+//! The scheduler daemon: opens, loads and attaches the BPF scheduler, serves the run loop, and
+//! detaches cleanly on SIGINT/SIGTERM or when the kernel ejects the scheduler.
+
+use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use anyhow::{Context, Result};
+use libbpf_rs::OpenObject;
+use log::info;
+use scx_utils::{UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Options of a scheduler run.
+#[derive(Debug, Clone)]
+pub struct RunOpts {
+    pub exit_dump_len: u32,
+    pub verbose: bool,
+}
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    struct_ops: Option<libbpf_rs::Link>,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn init(opts: &RunOpts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(opts.verbose);
+        let mut skel = scx_ops_open!(builder, open_object, lab_ops, None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>)
+            .context("cannot open the BPF scheduler")?;
+        skel.struct_ops.lab_ops_mut().exit_dump_len = opts.exit_dump_len;
+        let mut skel = scx_ops_load!(skel, lab_ops, uei).context("cannot load the BPF scheduler")?;
+        let struct_ops = Some(scx_ops_attach!(skel, lab_ops).context("cannot attach the BPF scheduler")?);
+        info!("attached {}", crate::sysfs::read_state().ok().and_then(|s| s.ops).unwrap_or_default());
+        Ok(Self { skel, struct_ops })
+    }
+
+    /// Runs until `shutdown` is set or the kernel ejects the scheduler; then detaches.
+    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.struct_ops.take();
+        uei_report!(&self.skel, uei)
+    }
+}
+
+/// Loads and runs the scheduler until shutdown, restarting it when the kernel asks for it
+/// (CPU hotplug). Returns Ok when detached on request; an error carries the exit reason.
+pub fn run(opts: &RunOpts) -> Result<()> {
+    crate::sysfs::require_sched_ext()?;
+    crate::preflight::require_root()?;
+    crate::sysfs::require_no_scheduler()?;
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let s = shutdown.clone();
+    ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
+        .context("cannot install the SIGINT/SIGTERM handler")?;
+
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut sched = Scheduler::init(opts, &mut open_object)?;
+        let uei = sched.run(&shutdown)?;
+        if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
+            info!("the kernel asked for a restart (CPU hotplug); reloading");
+            continue;
+        }
+        info!("detached");
+        return Ok(());
+    }
+}
