@@ -9,7 +9,9 @@ pub fn is_root() -> bool {
 
 pub fn require_root() -> Result<()> {
     if !is_root() {
-        bail!("must run as root: loading a sched_ext scheduler needs CAP_SYS_ADMIN and CAP_BPF (try sudo)");
+        bail!(
+            "must run as root: loading a sched_ext scheduler needs CAP_SYS_ADMIN and CAP_BPF (try sudo)"
+        );
     }
     Ok(())
 }

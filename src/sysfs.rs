@@ -49,7 +49,10 @@ fn read_trim(path: &Path) -> Result<String> {
 }
 
 fn read_u64(path: &Path) -> u64 {
-    read_trim(path).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+    read_trim(path)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Fails with a one-line explanation when the running kernel has no sched_ext.
@@ -69,7 +72,9 @@ pub fn read_state() -> Result<ScxState> {
     require_sched_ext()?;
     let root = Path::new(SCX_ROOT);
     let state = read_trim(&root.join("state"))?;
-    let ops = read_trim(&root.join("root/ops")).ok().filter(|s| !s.is_empty());
+    let ops = read_trim(&root.join("root/ops"))
+        .ok()
+        .filter(|s| !s.is_empty());
     Ok(ScxState {
         ops: if state == "disabled" { None } else { ops },
         state,
@@ -120,7 +125,9 @@ mod tests {
         assert!(is_lab_ops_name("eevdf_lab"));
         assert!(is_lab_ops_name("eevdf_lab_0.1.0_x86_64_unknown_linux_gnu"));
         assert!(!is_lab_ops_name("eevdf_labx"));
-        assert!(!is_lab_ops_name("flash_1.0.5_g85f140fd_x86_64_unknown_linux_gnu"));
+        assert!(!is_lab_ops_name(
+            "flash_1.0.5_g85f140fd_x86_64_unknown_linux_gnu"
+        ));
     }
 
     #[test]

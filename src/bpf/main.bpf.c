@@ -6,6 +6,14 @@ char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
 
+/* The live knobs, pinned by the daemon for the CLI (see src/control.rs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct lab_knobs);
+} lab_knobs SEC(".maps");
+
 s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;

@@ -1,0 +1,255 @@
+//! Command-line interface: the daemon's options and the control subcommands.
+
+use crate::control::Control;
+use crate::features::{self, FeatureSet, Mirror, Tunables};
+use crate::{kernel, sched};
+use anyhow::{Result, bail};
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// A sched_ext mirror of Linux's EEVDF whose features and tunables can be flipped while it runs.
+///
+/// Without a subcommand: load and attach the scheduler and run until SIGINT/SIGTERM. The other
+/// commands talk to the running scheduler (as root) or compare it with the kernel.
+#[derive(Debug, Parser)]
+#[command(
+    name = "scx_eevdf_lab",
+    version,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
+
+    /// Verbose output, including libbpf's.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DaemonArgs {
+    /// Start with these features, in the kernel's debugfs syntax ("NO_RUN_TO_PARITY PLACE_LAG").
+    /// Unknown names are refused. See `scx_eevdf_lab features --help` for the list.
+    #[arg(long, value_name = "TOKENS")]
+    pub features: Vec<String>,
+
+    /// Start with these tunables (NAME=VALUE, repeatable or comma-separated).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+
+    /// Start from the kernel's current debugfs features and tunables (then --features and --set
+    /// apply on top), so that an A/B comparison starts from identical settings.
+    #[arg(long)]
+    pub match_kernel: bool,
+
+    /// Size of the debug dump printed when the scheduler exits with an error (0 = kernel default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Print the running scheduler's features like /sys/kernel/debug/sched/features, or change
+    /// them live ("NO_DELAY_ZERO RUN_TO_PARITY ...": all or nothing).
+    #[command(after_long_help = features_help())]
+    Features {
+        /// Tokens in the kernel's syntax: NAME turns a feature on, NO_NAME off.
+        tokens: Vec<String>,
+    },
+    /// Print the running scheduler's tunables (all, or one by name).
+    #[command(after_long_help = tunables_help())]
+    Get { name: Option<String> },
+    /// Change tunables of the running scheduler live (NAME=VALUE ...; all or nothing).
+    #[command(after_long_help = tunables_help())]
+    Set {
+        #[arg(required = true, value_name = "NAME=VALUE")]
+        assignments: Vec<String>,
+    },
+    /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF.
+    DiffKernel,
+}
+
+fn features_help() -> String {
+    let mut s = String::from("Features (default first; * marks the lab's own knobs):\n");
+    for f in features::FEATURES {
+        let mark = if f.in_kernel { ' ' } else { '*' };
+        let state = if f.default_on { "on " } else { "off" };
+        let mirror = match f.mirror {
+            Mirror::Exact => String::new(),
+            Mirror::Approx(why) => format!(" [approximation: {why}]"),
+            Mirror::Inert(why) => format!(" [no effect in sched_ext: {why}]"),
+        };
+        s.push_str(&format!(
+            "  {mark}{:<24} {state}  {}{mirror}\n",
+            f.name, f.help
+        ));
+    }
+    s
+}
+
+fn tunables_help() -> String {
+    let mut s = String::from("Tunables:\n");
+    for t in features::TUNABLES {
+        s.push_str(&format!(
+            "  {:<18} {}..={}  {}\n",
+            t.name, t.min, t.max, t.help
+        ));
+    }
+    s
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        None => {
+            let start = start_knobs(&cli.daemon)?;
+            sched::run(&sched::RunOpts {
+                exit_dump_len: cli.daemon.exit_dump_len,
+                verbose: cli.verbose,
+                features: start.0,
+                tunables: start.1,
+            })?;
+        }
+        Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
+        Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
+        Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
+        Some(Cmd::DiffKernel) => {
+            if !cmd_diff_kernel()? {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn online_cpus() -> u64 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1)
+}
+
+/// The features and tunables the daemon starts with: defaults (or the kernel's), then options.
+fn start_knobs(args: &DaemonArgs) -> Result<(FeatureSet, Tunables)> {
+    let ncpus = online_cpus();
+    let (mut feats, mut tun) = (FeatureSet::defaults(), Tunables::defaults(ncpus));
+    if args.match_kernel {
+        let snap = kernel::KnobSnapshot::read()?;
+        let (k, unknown) = snap.feature_set();
+        if !unknown.is_empty() {
+            log::warn!(
+                "the kernel has features the lab does not mirror: {}",
+                unknown.join(" ")
+            );
+        }
+        feats = k;
+        tun = snap.tunables(ncpus)?;
+    }
+    Ok((feats.apply(&args.features)?, tun.apply(&args.set, ncpus)?))
+}
+
+fn cmd_features(tokens: &[String]) -> Result<()> {
+    let ctl = Control::open()?;
+    if tokens.is_empty() {
+        println!("{}", ctl.read()?.features.to_line());
+        return Ok(());
+    }
+    // Parse before taking the lock: bad input changes nothing.
+    features::parse_tokens(tokens)?;
+    let (before, after) = ctl.update(|k| {
+        k.features = k.features.apply(tokens)?;
+        Ok(())
+    })?;
+    let changed = before.features.diff_tokens(&after.features);
+    if changed.is_empty() {
+        eprintln!("no change");
+    } else {
+        eprintln!("changed: {}", changed.join(" "));
+    }
+    Ok(())
+}
+
+fn cmd_get(name: Option<&str>) -> Result<()> {
+    let k = Control::open()?.read()?;
+    match name {
+        Some(n) => match k.tunables.get(n) {
+            Some(v) => println!("{v}"),
+            None => bail!("unknown tunable {n:?}; tunables: {}", tunable_names()),
+        },
+        None => {
+            for a in k.tunables.to_assignments() {
+                println!("{a}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tunable_names() -> String {
+    features::TUNABLES
+        .iter()
+        .map(|t| t.name)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn cmd_set(assignments: &[String]) -> Result<()> {
+    features::parse_assignments(assignments)?;
+    let ncpus = online_cpus();
+    let ctl = Control::open()?;
+    let (before, after) = ctl.update(|k| {
+        k.tunables = k.tunables.apply(assignments, ncpus)?;
+        Ok(())
+    })?;
+    for (b, a) in before
+        .tunables
+        .to_assignments()
+        .iter()
+        .zip(after.tunables.to_assignments())
+    {
+        if *b != a {
+            eprintln!("{b} -> {}", a.split_once('=').map(|x| x.1).unwrap_or(""));
+        }
+    }
+    Ok(())
+}
+
+/// Prints the differences; returns true when there are none.
+fn cmd_diff_kernel() -> Result<bool> {
+    let ours = Control::open()?.read()?;
+    let snap = kernel::KnobSnapshot::read()?;
+    let (theirs, unknown) = snap.feature_set();
+    let mut same = true;
+    println!("{:<24} {:>12} {:>12}", "", "lab", "kernel");
+    for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
+        let (a, b) = (ours.features.is_on(f), theirs.is_on(f));
+        if a != b {
+            same = false;
+            println!("{:<24} {:>12} {:>12}", f.name, onoff(a), onoff(b));
+        }
+    }
+    let kt = snap.tunables(online_cpus())?;
+    for t in features::TUNABLES {
+        let (a, b) = (ours.tunables.get(t.name), kt.get(t.name));
+        if a != b {
+            same = false;
+            println!("{:<24} {:>12} {:>12}", t.name, fmt_opt(a), fmt_opt(b));
+        }
+    }
+    for u in &unknown {
+        println!("{u:<24} {:>12} {:>12}", "-", "(not mirrored)");
+    }
+    if same {
+        println!("(no differences)");
+    }
+    Ok(same)
+}
+
+fn onoff(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+fn fmt_opt(v: Option<u64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}

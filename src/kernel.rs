@@ -1,0 +1,314 @@
+//! The built-in EEVDF's knobs under `/sys/kernel/debug/sched`: read them, change them, and put
+//! them back exactly as they were.
+//!
+//! Used by `--match-kernel` and `diff-kernel` (read only) and by the bench's `eevdf` arms, which
+//! change knobs for a run under a [`KnobGuard`] that restores every file it touched, on drop and
+//! therefore also on error and after Ctrl-C.
+
+use crate::features::{self, Feature, FeatureSet, Tunables};
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub const DEBUGFS_SCHED: &str = "/sys/kernel/debug/sched";
+
+/// Knob files that a bench arm may set besides `features` (the others are debug switches).
+pub const SETTABLE: &[&str] = &[
+    "base_slice_ns",
+    "migration_cost_ns",
+    "nr_migrate",
+    "tunable_scaling",
+    "cgroup_mode",
+    "preempt",
+];
+
+fn dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("LAB_DEBUGFS_SCHED").unwrap_or_else(|| DEBUGFS_SCHED.into()))
+}
+
+/// Fails with a remedy when the kernel's sched debugfs is not reachable.
+pub fn require_debugfs() -> Result<PathBuf> {
+    let d = dir();
+    if d.join("features").exists() {
+        return Ok(d);
+    }
+    if !Path::new("/sys/kernel/debug").exists() || is_empty_dir("/sys/kernel/debug") {
+        bail!(
+            "cannot read the kernel's EEVDF features: debugfs is not mounted \
+             (mount -t debugfs none /sys/kernel/debug)"
+        );
+    }
+    bail!(
+        "cannot read the kernel's EEVDF features: {} is missing",
+        d.join("features").display()
+    )
+}
+
+fn is_empty_dir(p: &str) -> bool {
+    fs::read_dir(p)
+        .map(|mut it| it.next().is_none())
+        .unwrap_or(true)
+}
+
+fn read(path: &Path) -> Result<String> {
+    fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn write(path: &Path, value: &str) -> Result<()> {
+    fs::write(path, value).with_context(|| format!("cannot write {value:?} to {}", path.display()))
+}
+
+/// The value shown by a multi-choice file such as `cgroup_mode` (`up smp (concur) max tasks`)
+/// or `preempt` (`full (lazy)`): the entry in parentheses; other files verbatim.
+pub fn selected_choice(text: &str) -> String {
+    let t = text.trim();
+    match (t.find('('), t.find(')')) {
+        (Some(a), Some(b)) if a < b => t[a + 1..b].to_string(),
+        _ => t.to_string(),
+    }
+}
+
+/// Everything the bench may change, as read from debugfs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KnobSnapshot {
+    /// The features line, verbatim.
+    pub features: String,
+    /// Knob file → raw file content (trimmed), for the [`SETTABLE`] files this kernel has.
+    pub files: BTreeMap<String, String>,
+}
+
+impl KnobSnapshot {
+    pub fn read() -> Result<Self> {
+        let d = require_debugfs()?;
+        let features = read(&d.join("features"))?
+            .trim_end_matches('\n')
+            .to_string();
+        let mut files = BTreeMap::new();
+        for name in SETTABLE {
+            let p = d.join(name);
+            if p.is_file() {
+                files.insert(name.to_string(), read(&p)?.trim().to_string());
+            }
+        }
+        Ok(KnobSnapshot { features, files })
+    }
+
+    pub fn feature_set(&self) -> (FeatureSet, Vec<String>) {
+        kernel_feature_set(&self.features)
+    }
+
+    /// The kernel's tunables in the lab's terms (ours has the same names and meaning).
+    pub fn tunables(&self, ncpus: u64) -> Result<Tunables> {
+        let get = |n: &str| -> Result<u64> {
+            let raw = self
+                .files
+                .get(n)
+                .with_context(|| format!("the kernel has no {n}"))?;
+            raw.parse()
+                .with_context(|| format!("{n}: unexpected content {raw:?}"))
+        };
+        let mut t = Tunables::defaults(ncpus);
+        t.base_slice_ns = get("base_slice_ns")?;
+        t.migration_cost_ns = get("migration_cost_ns")?;
+        t.nr_migrate = get("nr_migrate")?;
+        t.tunable_scaling = get("tunable_scaling")?;
+        // The kernel keeps normalized_sysctl_sched_base_slice at 0.7 ms unless tunable_scaling
+        // was rewritten after a base_slice_ns change; base/factor is what it would hold then.
+        let factor = features::scaling_factor(t.tunable_scaling, ncpus);
+        if t.base_slice_ns != features::NORMALIZED_BASE_SLICE_NS * factor {
+            t.normalized_slice_ns = t.base_slice_ns / factor;
+        }
+        Ok(t)
+    }
+}
+
+/// Our feature set with the kernel's flags taken from a kernel features line (lab knobs keep
+/// their defaults), plus the names in the line that the lab does not know.
+pub fn kernel_feature_set(line: &str) -> (FeatureSet, Vec<String>) {
+    let parsed = features::parse_kernel_line(line);
+    let mut s = FeatureSet::defaults();
+    for (f, on) in parsed.known {
+        s.set(f, on);
+    }
+    (s, parsed.unknown)
+}
+
+/// Changes kernel knobs and restores, on drop, every file it changed to its original content.
+pub struct KnobGuard {
+    dir: PathBuf,
+    original: KnobSnapshot,
+    touched_features: bool,
+    touched_files: Vec<String>,
+}
+
+impl KnobGuard {
+    pub fn new() -> Result<Self> {
+        Ok(KnobGuard {
+            dir: require_debugfs()?,
+            original: KnobSnapshot::read()?,
+            touched_features: false,
+            touched_files: Vec::new(),
+        })
+    }
+
+    pub fn original(&self) -> &KnobSnapshot {
+        &self.original
+    }
+
+    /// Sets the kernel's flags to `target` (lab-only knobs are ignored), one token per write as
+    /// debugfs requires, then re-reads the line to confirm.
+    pub fn set_features(&mut self, target: &FeatureSet) -> Result<()> {
+        let path = self.dir.join("features");
+        let (current, _) = kernel_feature_set(&read(&path)?);
+        for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
+            if current.is_on(f) != target.is_on(f) {
+                self.touched_features = true;
+                write(&path, &token(f, target.is_on(f)))?;
+            }
+        }
+        let (now, _) = kernel_feature_set(&read(&path)?);
+        let wrong: Vec<_> = features::FEATURES
+            .iter()
+            .filter(|f| f.in_kernel && now.is_on(f) != target.is_on(f))
+            .map(|f| f.name)
+            .collect();
+        if !wrong.is_empty() {
+            bail!("the kernel did not take the features {}", wrong.join(" "));
+        }
+        Ok(())
+    }
+
+    /// Writes one knob file (one of [`SETTABLE`]) and re-reads it.
+    pub fn set_file(&mut self, name: &str, value: &str) -> Result<()> {
+        if !SETTABLE.contains(&name) {
+            bail!(
+                "{name} is not a kernel knob the lab sets; settable: {}",
+                SETTABLE.join(" ")
+            );
+        }
+        let path = self.dir.join(name);
+        if !path.is_file() {
+            bail!("this kernel has no {}", path.display());
+        }
+        if !self.touched_files.iter().any(|n| n == name) {
+            self.touched_files.push(name.to_string());
+        }
+        write(&path, value)?;
+        let now = selected_choice(&read(&path)?);
+        if now != value.trim() {
+            bail!(
+                "{} reads back {now:?} after writing {value:?}",
+                path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Puts every touched knob back. Called by drop; callable earlier to see errors.
+    pub fn restore(&mut self) -> Result<()> {
+        let mut errors = Vec::new();
+        // Files first, in the order they were touched; then the features line.
+        for name in std::mem::take(&mut self.touched_files) {
+            let orig = &self.original.files[&name];
+            let value = selected_choice(orig);
+            if let Err(e) = write(&self.dir.join(&name), &value) {
+                errors.push(format!("{e:#}"));
+            }
+        }
+        if std::mem::take(&mut self.touched_features) {
+            let (orig, _) = kernel_feature_set(&self.original.features);
+            let path = self.dir.join("features");
+            match read(&path) {
+                Ok(line) => {
+                    let (now, _) = kernel_feature_set(&line);
+                    for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
+                        if now.is_on(f) != orig.is_on(f) {
+                            if let Err(e) = write(&path, &token(f, orig.is_on(f))) {
+                                errors.push(format!("{e:#}"));
+                            }
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("{e:#}")),
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            bail!("restoring kernel knobs: {}", errors.join("; "))
+        }
+    }
+}
+
+impl Drop for KnobGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.restore() {
+            log::error!("{e:#}");
+        }
+    }
+}
+
+fn token(f: &Feature, on: bool) -> String {
+    if on {
+        f.name.to_string()
+    } else {
+        format!("NO_{}", f.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selected_choice_reads_multi_choice_files() {
+        assert_eq!(selected_choice("up smp (concur) max tasks \n"), "concur");
+        assert_eq!(selected_choice("full (lazy) "), "lazy");
+        assert_eq!(selected_choice("2100000\n"), "2100000");
+    }
+
+    /// A fake debugfs folder lets the guard's write/restore logic run on any host.
+    #[test]
+    fn guard_restores_everything_it_touched() {
+        let d = tempdir();
+        let line = FeatureSet::defaults().to_line();
+        let kernel_line: String = line
+            .split_whitespace()
+            .filter(|t| features::find(t.trim_start_matches("NO_")).is_some_and(|f| f.in_kernel))
+            .map(|t| format!("{t} "))
+            .collect();
+        fs::write(d.join("features"), &kernel_line).unwrap();
+        fs::write(d.join("base_slice_ns"), "2100000\n").unwrap();
+        fs::write(d.join("migration_cost_ns"), "500000\n").unwrap();
+        fs::write(d.join("nr_migrate"), "32\n").unwrap();
+        fs::write(d.join("tunable_scaling"), "1\n").unwrap();
+        // SAFETY: tests in this module are the only users of LAB_DEBUGFS_SCHED.
+        unsafe { std::env::set_var("LAB_DEBUGFS_SCHED", &d) };
+        let before = KnobSnapshot::read().unwrap();
+        assert_eq!(before.tunables(4).unwrap(), Tunables::defaults(4));
+        {
+            let mut g = KnobGuard::new().unwrap();
+            // A real debugfs applies one token per write; the fake file just keeps the last
+            // write, which is enough to see that something was written.
+            g.set_file("base_slice_ns", "3000000").unwrap();
+            assert_eq!(
+                fs::read_to_string(d.join("base_slice_ns")).unwrap(),
+                "3000000"
+            );
+            assert!(g.set_file("debug", "1").is_err());
+        }
+        assert_eq!(
+            fs::read_to_string(d.join("base_slice_ns")).unwrap(),
+            "2100000"
+        );
+        assert_eq!(KnobSnapshot::read().unwrap(), before);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn tempdir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lab-debugfs-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
