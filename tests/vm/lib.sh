@@ -1,0 +1,53 @@
+# Helpers for the guest-side tests (busybox sh). Sourced by each t-*.sh; runs as root in the VM
+# that scripts/vm boots, with scx_eevdf_lab and the guest tools on PATH.
+# shellcheck shell=sh
+
+SCX=/sys/kernel/sched_ext
+LAB_LOG=/tmp/lab.log
+LAB_PID=
+
+fail() { echo "  FAIL: $*"; [ -f "$LAB_LOG" ] && sed 's/^/  lab| /' "$LAB_LOG" | tail -n 40; exit 1; }
+note() { echo "  $*"; }
+check() { # check DESCRIPTION COMMAND...: fails the test unless COMMAND succeeds
+	d=$1; shift
+	if "$@"; then note "ok: $d"; else fail "$d"; fi
+}
+
+scx_state() { cat $SCX/state; }
+
+# wait_state STATE [TENTHS]: poll /sys/kernel/sched_ext/state (default 10 s).
+wait_state() {
+	n=${2:-100}
+	while [ "$n" -gt 0 ]; do
+		[ "$(scx_state)" = "$1" ] && return 0
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+# start_lab [OPTIONS...]: start the scheduler in the background and wait until it is attached.
+start_lab() {
+	scx_eevdf_lab "$@" >"$LAB_LOG" 2>&1 &
+	LAB_PID=$!
+	wait_state enabled 150 || fail "the scheduler did not attach (state $(scx_state))"
+	n=50; while [ ! -e /sys/fs/bpf/scx_eevdf_lab/knobs ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+	case "$(cat $SCX/root/ops)" in eevdf_lab*) ;; *) fail "root/ops is $(cat $SCX/root/ops)" ;; esac
+}
+
+# stop_lab: SIGINT, then the daemon must exit 0 and sched_ext return to disabled.
+stop_lab() {
+	kill -INT "$LAB_PID" 2>/dev/null
+	wait "$LAB_PID"; rc=$?
+	LAB_PID=
+	[ $rc -eq 0 ] || fail "the daemon exited with $rc after SIGINT"
+	wait_state disabled 50 || fail "state is $(scx_state) after the daemon exited"
+}
+
+lab_attached() { [ "$(scx_state)" = enabled ] && kill -0 "$LAB_PID" 2>/dev/null; }
+
+# A stressor mix that exercises wakeups, forks, pipes and affinity changes.
+stress_mix() { # stress_mix SECONDS [EXTRA ARGS]
+	t=$1; shift
+	stress-ng --cpu 2 --fork 2 --pipe 2 --pipe-data-size 512 --affinity 2 --timeout "$t" \
+		--metrics-brief "$@" >/tmp/stress.log 2>&1
+}

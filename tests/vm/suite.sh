@@ -1,0 +1,28 @@
+# Runs guest-side tests (default: every t-*.sh here, in name order) and prints one line per test
+# and a final "N passed, N failed". Usage: sh suite.sh [TEST...]
+# shellcheck shell=sh
+cd "$(dirname "$0")" || exit 2
+tests=$*
+[ -n "$tests" ] || tests=$(ls t-*.sh)
+pass=0 failed=0 names=
+echo "kernel $(uname -r), $(nproc) CPUs"
+for t in $tests; do
+	name=${t%.sh}
+	start=$(date +%s)
+	echo "== $name"
+	sh "./$name.sh"
+	rc=$?
+	# Leave no scheduler behind for the next test.
+	if [ "$(cat /sys/kernel/sched_ext/state)" != disabled ]; then
+		pkill -INT scx_eevdf_lab; sleep 1; pkill -KILL scx_eevdf_lab
+	fi
+	rm -rf /sys/fs/bpf/scx_eevdf_lab
+	if [ $rc -eq 0 ]; then
+		pass=$((pass + 1)); echo "PASS $name ($(($(date +%s) - start)) s)"
+	else
+		failed=$((failed + 1)); names="$names $name"; echo "FAIL $name ($(($(date +%s) - start)) s)"
+	fi
+done
+[ $failed -eq 0 ] || echo "failed:$names"
+echo "$pass passed, $failed failed"
+[ $failed -eq 0 ]
