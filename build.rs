@@ -1,5 +1,9 @@
 // Build the BPF scheduler: compile src/bpf/main.bpf.c with clang (BPF_CLANG, >= 18), generate
-// its libbpf skeleton and the Rust bindings of src/bpf/intf.h. Both land in OUT_DIR.
+// its libbpf skeleton and the Rust bindings of src/bpf/intf.h. Also compile the EEVDF arithmetic
+// of src/bpf/eevdf.h for the host (src/bpf/host.c), with Rust bindings, for the unit tests.
+use std::env;
+use std::path::PathBuf;
+
 fn main() {
     scx_cargo::BpfBuilder::new()
         .expect("BPF builder (is clang >= 18 installed? set BPF_CLANG)")
@@ -7,4 +11,30 @@ fn main() {
         .enable_skel("src/bpf/main.bpf.c", "bpf")
         .build()
         .expect("building the BPF scheduler failed");
+
+    cc::Build::new()
+        .file("src/bpf/host.c")
+        .define("LAB_HOST", None)
+        .flag_if_supported("-Wno-unused-function")
+        .compile("eevdf_host");
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    bindgen::Builder::default()
+        .header("src/bpf/host.h")
+        .clang_arg("-DLAB_HOST")
+        .allowlist_function("host_.*")
+        .allowlist_type("lab_.*")
+        .allowlist_var("LAB_.*")
+        .derive_default(true)
+        .generate()
+        .expect("bindgen of src/bpf/host.h")
+        .write_to_file(out.join("eevdf_host.rs"))
+        .expect("writing eevdf_host.rs");
+    for f in [
+        "src/bpf/host.c",
+        "src/bpf/host.h",
+        "src/bpf/eevdf.h",
+        "src/bpf/intf.h",
+    ] {
+        println!("cargo:rerun-if-changed={f}");
+    }
 }

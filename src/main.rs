@@ -5,6 +5,8 @@ mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod control;
+#[cfg(test)]
+mod eevdf_tests;
 mod features;
 mod kernel;
 mod preflight;

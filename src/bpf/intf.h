@@ -8,6 +8,7 @@
 #ifndef __VMLINUX_H__
 typedef unsigned char u8;
 typedef unsigned short u16;
+typedef short s16;
 typedef unsigned int u32;
 typedef int s32;
 typedef unsigned long long u64;

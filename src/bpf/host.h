@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Host entry points into src/bpf/eevdf.h, for the Rust unit tests (see src/eevdf_tests.rs).
+ * Each wraps the inline function of the same name without the host_ prefix.
+ */
+#ifndef __LAB_HOST_H
+#define __LAB_HOST_H
+#include "eevdf.h"
+
+u64 host_calc_delta_fair(u64 delta, u32 w);
+u32 host_task_weight(s32 static_prio, bool idle);
+u64 host_avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr);
+bool host_vruntime_eligible(const struct lab_cfs *cfs, const struct lab_se *curr, u64 v);
+bool host_sum_w_vruntime_add(struct lab_cfs *cfs, u64 v, u32 weight, bool paranoid);
+void host_sum_w_vruntime_sub(struct lab_cfs *cfs, u64 v, u32 weight);
+s64 host_entity_lag(u64 avruntime, const struct lab_se *se, u64 max_slice, u64 tick_ns);
+s64 host_delayed_entity_lag(s64 lag_now, s64 lag_at_sleep, bool delay_zero);
+s64 host_place_lag_inflate(s64 vlag, u64 load, u64 w);
+void host_rb_insert(struct lab_cfs *cfs, struct lab_pool *pool, u32 n);
+void host_rb_erase(struct lab_cfs *cfs, struct lab_pool *pool, u32 n);
+u32 host_rb_first(const struct lab_cfs *cfs, struct lab_pool *pool);
+u32 host_rb_next(struct lab_pool *pool, u32 n);
+
+#endif
