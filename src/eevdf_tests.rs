@@ -331,3 +331,549 @@ fn place_lag_inflation_preserves_the_lag_after_joining() {
         assert!((kept - vlag).abs() <= 1, "lag {vlag} became {kept}");
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// The runqueue layer
+// ------------------------------------------------------------------------------------------------
+
+const TICK: u64 = 4_000_000;
+const BASE: u64 = 2_100_000;
+
+fn feat(name: &str) -> u64 {
+    1u64 << crate::features::find(name).expect(name).bit
+}
+
+fn params(features: u64) -> lab_params {
+    lab_params {
+        features,
+        base_slice: BASE,
+        normalized_slice: 700_000,
+        migration_cost: 500_000,
+        tick_ns: TICK,
+    }
+}
+
+fn defaults() -> lab_params {
+    params(crate::features::FeatureSet::defaults().0)
+}
+
+/// One queue and its entities, with the invariants checked after every step.
+struct Q {
+    pool: Pool,
+    cfs: lab_cfs,
+    p: lab_params,
+    st: Vec<u64>,
+    next_slot: u32,
+}
+
+impl Q {
+    fn new(p: lab_params) -> Self {
+        Q {
+            pool: Pool::new(),
+            cfs: lab_cfs {
+                zero_vruntime: (-(1i64 << 20)) as u64,
+                ..Default::default()
+            },
+            p,
+            st: vec![0; lab_stat_LAB_NR_STATS as usize],
+            next_slot: 1,
+        }
+    }
+    fn stat(&self, s: lab_stat) -> u64 {
+        self.st[s as usize]
+    }
+    /// A new runnable entity (ENQUEUE_INITIAL).
+    fn spawn(&mut self, weight: u32) -> u32 {
+        let n = self.next_slot;
+        self.next_slot += 1;
+        *self.pool.se_mut(n) = lab_se {
+            weight,
+            pid: n as i32,
+            cpu: 0,
+            is_new: 1,
+            ..Default::default()
+        };
+        self.enqueue(n, LAB_PLACE_INITIAL as i32);
+        n
+    }
+    fn enqueue(&mut self, n: u32, flags: i32) {
+        unsafe {
+            host_enqueue_entity(
+                &mut self.cfs,
+                self.pool.ptr(),
+                n,
+                flags,
+                &self.p,
+                self.st.as_mut_ptr(),
+            )
+        };
+        self.check();
+    }
+    fn dequeue(&mut self, n: u32, flags: i32) -> bool {
+        let r = unsafe {
+            host_dequeue_entity(
+                &mut self.cfs,
+                self.pool.ptr(),
+                n,
+                flags,
+                &self.p,
+                self.st.as_mut_ptr(),
+            )
+        };
+        self.check();
+        r
+    }
+    fn v(&mut self) -> u64 {
+        let curr = self.curr_ptr();
+        unsafe { host_avg_vruntime(&mut self.cfs, curr) }
+    }
+    fn curr_ptr(&self) -> *const lab_se {
+        if self.cfs.curr != 0 && self.pool.se(self.cfs.curr).on_rq != 0 {
+            self.pool.se(self.cfs.curr)
+        } else {
+            std::ptr::null()
+        }
+    }
+    fn pick(&mut self, protect: bool) -> u32 {
+        let mut g = 0;
+        let n = unsafe {
+            host_pick_next_entity(
+                &mut self.cfs,
+                self.pool.ptr(),
+                protect,
+                &self.p,
+                self.st.as_mut_ptr(),
+                &mut g,
+            )
+        };
+        self.check();
+        n
+    }
+    /// Runs @n (picked) for @ns: put_prev of the old curr, set_next, update_curr.
+    fn run(&mut self, n: u32, ns: u64) -> i32 {
+        let old = self.cfs.curr;
+        if old != 0 && old != n {
+            unsafe {
+                host_put_prev_entity(
+                    &mut self.cfs,
+                    self.pool.ptr(),
+                    old,
+                    &self.p,
+                    self.st.as_mut_ptr(),
+                )
+            };
+        }
+        if self.cfs.curr != n {
+            unsafe { host_set_next_entity(&mut self.cfs, self.pool.ptr(), n, &self.p) };
+        }
+        let r = unsafe {
+            host_update_curr(
+                &mut self.cfs,
+                self.pool.ptr(),
+                ns,
+                &self.p,
+                self.st.as_mut_ptr(),
+            )
+        };
+        self.check();
+        r
+    }
+    fn eligible(&mut self, n: u32) -> bool {
+        unsafe { host_entity_eligible(&mut self.cfs, self.pool.ptr(), n) }
+    }
+    /// Queue invariants: tree shape and aggregates, counts, and sums equal to a recomputation.
+    fn check(&self) {
+        let order = check_tree(&self.cfs, &self.pool);
+        let curr_queued = self.cfs.curr != 0 && self.pool.se(self.cfs.curr).on_rq != 0;
+        assert_eq!(
+            self.cfs.nr_queued as usize,
+            order.len() + curr_queued as usize,
+            "nr_queued"
+        );
+        let ghosts = order
+            .iter()
+            .filter(|&&n| self.pool.se(n).delayed != 0)
+            .count();
+        assert_eq!(self.cfs.nr_delayed as usize, ghosts, "nr_delayed");
+        let (mut s, mut w) = (0i64, 0u64);
+        for &n in &order {
+            let se = self.pool.se(n);
+            assert_eq!(se.in_tree, 1);
+            assert_eq!(se.on_rq, 1);
+            s = s.wrapping_add(
+                (se.vruntime.wrapping_sub(self.cfs.zero_vruntime) as i64) * se.weight as i64,
+            );
+            w += se.weight as u64;
+        }
+        assert_eq!(self.cfs.sum_w_vruntime, s, "sum_w_vruntime");
+        assert_eq!(self.cfs.sum_weight, w, "sum_weight");
+    }
+    /// Every queued entity: the tree plus curr.
+    fn queued(&self) -> Vec<u32> {
+        let mut out = check_tree(&self.cfs, &self.pool);
+        if self.cfs.curr != 0 && self.pool.se(self.cfs.curr).on_rq != 0 {
+            out.push(self.cfs.curr);
+        }
+        out
+    }
+}
+
+#[test]
+fn new_tasks_get_half_a_slice_with_place_deadline_initial() {
+    for on in [true, false] {
+        let mut f = crate::features::FeatureSet::defaults().0;
+        if !on {
+            f &= !feat("PLACE_DEADLINE_INITIAL");
+        }
+        let mut q = Q::new(params(f));
+        let a = q.spawn(1024);
+        let b = q.spawn(335);
+        for (n, w) in [(a, 1024u64), (b, 335)] {
+            let se = q.pool.se(n);
+            let vslice = BASE * 1024 / w;
+            let want = if on { vslice / 2 } else { vslice };
+            assert_eq!(se.deadline.wrapping_sub(se.vruntime), want);
+        }
+        assert_eq!(q.stat(lab_stat_LAB_ST_PLACE_INITIAL), 2);
+    }
+}
+
+#[test]
+fn pick_is_the_earliest_eligible_deadline() {
+    let mut rng = StdRng::seed_from_u64(21);
+    // Without the shortcuts (protect = false, no buddy) the pick must equal a brute-force scan.
+    let mut q = Q::new(params(
+        crate::features::FeatureSet::defaults().0 & !feat("PICK_BUDDY"),
+    ));
+    let weights = [15u32, 110, 335, 1024, 1024, 3121, 9548];
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        tasks.push(q.spawn(weights[rng.random_range(0..weights.len())]));
+    }
+    for step in 0..3000 {
+        let picked = q.pick(false);
+        let v = q.v();
+        let want = q
+            .queued()
+            .into_iter()
+            .filter(|&n| !vgt(q.pool.se(n).vruntime, v))
+            .min_by(|&a, &b| {
+                let (da, db) = (q.pool.se(a).deadline, q.pool.se(b).deadline);
+                (da.wrapping_sub(db) as i64)
+                    .cmp(&0)
+                    .then(std::cmp::Ordering::Equal)
+            })
+            .unwrap();
+        assert_eq!(
+            q.pool.se(picked).deadline,
+            q.pool.se(want).deadline,
+            "step {step}"
+        );
+        assert!(!vgt(q.pool.se(picked).vruntime, v), "the pick is eligible");
+        // Run it for a random stretch; sometimes give someone a custom slice.
+        q.run(picked, rng.random_range(10_000..3_000_000));
+        if step % 50 == 0 {
+            // A custom slice changes through a save/restore cycle, as sched_setattr() does.
+            let n = tasks[rng.random_range(0..tasks.len())];
+            if q.cfs.curr != n {
+                q.dequeue(n, 0);
+                let se = q.pool.se_mut(n);
+                se.custom_slice = 1;
+                se.slice = rng.random_range(100_000..4_000_000);
+                q.enqueue(n, 0);
+            }
+        }
+    }
+    assert!(q.stat(lab_stat_LAB_ST_PICK_LEFTMOST) + q.stat(lab_stat_LAB_ST_PICK_SEARCH) > 0);
+}
+
+#[test]
+fn running_shares_follow_the_weights() {
+    // Protected picks, as the dispatch path makes them: long-run CPU shares by weight.
+    let mut q = Q::new(defaults());
+    let ws = [1024u32, 1024, 335, 3121];
+    let ids: Vec<u32> = ws.iter().map(|&w| q.spawn(w)).collect();
+    let mut ran = vec![0u64; ws.len()];
+    let tick = 1_000_000u64;
+    let mut curr = q.pick(true);
+    for _ in 0..200_000 {
+        let r = q.run(curr, tick);
+        ran[ids.iter().position(|&i| i == curr).unwrap()] += tick;
+        if r != lab_resched_LAB_RESCHED_NONE as i32 {
+            curr = q.pick(true);
+        }
+    }
+    let total_w: u64 = ws.iter().map(|&w| w as u64).sum();
+    let total: u64 = ran.iter().sum();
+    for (i, &w) in ws.iter().enumerate() {
+        let want = w as f64 / total_w as f64;
+        let got = ran[i] as f64 / total as f64;
+        assert!(
+            (got - want).abs() / want < 0.02,
+            "task {i}: share {got:.4} want {want:.4}"
+        );
+    }
+}
+
+#[test]
+fn reweight_keeps_v() {
+    let mut rng = StdRng::seed_from_u64(9);
+    for _ in 0..300 {
+        let mut q = Q::new(defaults());
+        let ids: Vec<u32> = (0..6)
+            .map(|_| q.spawn(rng.random_range(15..9000)))
+            .collect();
+        let c = q.pick(true);
+        q.run(c, rng.random_range(100_000..5_000_000));
+        let before = q.v();
+        let target = ids[rng.random_range(0..ids.len())];
+        let w = rng.random_range(15..20000);
+        unsafe {
+            host_reweight_entity(&mut q.cfs, q.pool.ptr(), target, w, &q.p, q.st.as_mut_ptr())
+        };
+        q.check();
+        let after = q.v();
+        // V is invariant up to the truncations of the lag rescale (a few ns of virtual time).
+        let d = after.wrapping_sub(before) as i64;
+        assert!(d.abs() <= 2, "V moved by {d}");
+        assert_eq!(q.pool.se(target).weight, w);
+    }
+}
+
+#[test]
+fn ineligible_sleepers_become_ghosts_and_leave_when_picked() {
+    let mut q = Q::new(defaults());
+    let a = q.spawn(1024);
+    let b = q.spawn(1024);
+    let c = q.spawn(1024);
+    let first = q.pick(true);
+    // Run it past V so that it is ineligible, then let it sleep.
+    q.run(first, 6_000_000);
+    assert!(!q.eligible(first));
+    assert!(
+        !q.dequeue(first, LAB_DEQ_SLEEP as i32),
+        "an ineligible sleeper is kept"
+    );
+    assert_eq!(q.cfs.nr_delayed, 1);
+    assert_eq!(q.cfs.nr_queued, 3, "ghosts stay counted");
+    assert_eq!(q.stat(lab_stat_LAB_ST_GHOST_CREATED), 1);
+    // The others run until the ghost is eligible and picked: then it is finalized, not run.
+    let others: Vec<u32> = [a, b, c].into_iter().filter(|&n| n != first).collect();
+    for _ in 0..100 {
+        let n = q.pick(true);
+        if q.cfs.nr_delayed == 0 {
+            break;
+        }
+        assert!(others.contains(&n));
+        q.run(n, 1_000_000);
+    }
+    assert_eq!(q.cfs.nr_delayed, 0);
+    assert_eq!(q.stat(lab_stat_LAB_ST_GHOST_PICKED), 1);
+    assert_eq!(q.pool.se(first).on_rq, 0);
+    // DELAY_ZERO: it left with no credit.
+    assert!(q.pool.se(first).vlag <= 0);
+
+    // An eligible sleeper is not delayed: y runs ahead, x (behind V) sleeps.
+    let mut q2 = Q::new(defaults());
+    let x = q2.spawn(1024);
+    let y = q2.spawn(1024);
+    q2.run(y, 3_000_000);
+    assert!(q2.eligible(x));
+    q2.run(x, 1);
+    assert!(q2.eligible(x));
+    assert!(q2.dequeue(x, LAB_DEQ_SLEEP as i32));
+    assert_eq!(q2.cfs.nr_delayed, 0);
+    // Special states (stopped, dead...) are never delayed.
+    let mut q3 = Q::new(defaults());
+    let y = q3.spawn(1024);
+    q3.spawn(1024);
+    q3.run(y, 9_000_000);
+    assert!(q3.dequeue(y, (LAB_DEQ_SLEEP | LAB_DEQ_SPECIAL) as i32));
+}
+
+#[test]
+fn delay_zero_decides_whether_a_requeued_ghost_keeps_credit() {
+    for delay_zero in [true, false] {
+        let mut f = crate::features::FeatureSet::defaults().0;
+        if !delay_zero {
+            f &= !feat("DELAY_ZERO");
+        }
+        let mut pos = 0;
+        let mut rng = StdRng::seed_from_u64(1);
+        for _ in 0..200 {
+            let mut q = Q::new(params(f));
+            let ids: Vec<u32> = (0..4).map(|_| q.spawn(1024)).collect();
+            let g = q.pick(true);
+            q.run(g, rng.random_range(3_000_000..8_000_000));
+            if q.eligible(g) || q.dequeue(g, LAB_DEQ_SLEEP as i32) {
+                continue;
+            }
+            // Others run, V moves past the ghost, then it wakes up on its queue.
+            for _ in 0..rng.random_range(1..8) {
+                let n = q.pick(true);
+                if n == 0 || q.pool.se(g).delayed == 0 {
+                    break;
+                }
+                q.run(n, 2_000_000);
+            }
+            if q.pool.se(g).delayed == 0 {
+                continue;
+            }
+            let put = q.cfs.curr;
+            if put != 0 {
+                unsafe {
+                    host_put_prev_entity(&mut q.cfs, q.pool.ptr(), put, &q.p, q.st.as_mut_ptr())
+                };
+            }
+            unsafe {
+                host_requeue_delayed_entity(&mut q.cfs, q.pool.ptr(), g, &q.p, q.st.as_mut_ptr())
+            };
+            q.check();
+            assert_eq!(q.pool.se(g).delayed, 0);
+            if delay_zero {
+                assert!(q.pool.se(g).vlag <= 0, "DELAY_ZERO: no credit");
+            }
+            pos += q.stat(lab_stat_LAB_ST_GHOST_REQUEUE_POS);
+            let _ = ids;
+        }
+        if delay_zero {
+            assert_eq!(pos, 0);
+        } else {
+            assert!(
+                pos > 0,
+                "without DELAY_ZERO some requeues keep positive lag"
+            );
+        }
+    }
+}
+
+#[test]
+fn short_slice_wakees_preempt_only_with_preempt_short() {
+    for short in [true, false] {
+        let mut f = crate::features::FeatureSet::defaults().0;
+        if !short {
+            f &= !feat("PREEMPT_SHORT");
+        }
+        // The hog runs alone, so it stays eligible and its slice protected.
+        let mut q = Q::new(params(f));
+        let hog = q.spawn(1024);
+        assert_eq!(q.pick(true), hog);
+        q.run(hog, 500_000);
+        // A task with a 0.1 ms custom slice wakes up with zero lag.
+        let n = q.next_slot;
+        q.next_slot += 1;
+        *q.pool.se_mut(n) = lab_se {
+            weight: 1024,
+            pid: n as i32,
+            custom_slice: 1,
+            slice: 100_000,
+            ..Default::default()
+        };
+        q.enqueue(n, 0);
+        let wk = lab_wakeup {
+            wakee_normal: true,
+            ..Default::default()
+        };
+        let mut g = 0;
+        let r = unsafe {
+            host_wakeup_preempt(
+                &mut q.cfs,
+                q.pool.ptr(),
+                n,
+                &wk,
+                &q.p,
+                q.st.as_mut_ptr(),
+                &mut g,
+            )
+        };
+        q.check();
+        if short {
+            assert_eq!(r, lab_preempt_LAB_PREEMPT_SHORT as i32);
+            assert_eq!(q.cfs.next, n, "the short wakee becomes the next buddy");
+            assert_eq!(q.pick(true), n, "and the protected pick takes it");
+        } else {
+            assert_eq!(
+                r, lab_preempt_LAB_PREEMPT_NO as i32,
+                "the hog's slice is protected"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_churn_keeps_every_queue_invariant() {
+    let mut rng = StdRng::seed_from_u64(77);
+    let mut q = Q::new(defaults());
+    let mut asleep: Vec<u32> = Vec::new();
+    for _ in 0..12 {
+        q.spawn(rng.random_range(15..10000));
+    }
+    for _ in 0..20_000 {
+        match rng.random_range(0..10) {
+            0..=4 => {
+                let n = q.pick(true);
+                if n != 0 {
+                    q.run(n, rng.random_range(1_000..4_000_000));
+                }
+            }
+            5 | 6 => {
+                // The running task sleeps (maybe becoming a ghost).
+                let c = q.cfs.curr;
+                if c != 0 && q.pool.se(c).on_rq != 0 {
+                    q.dequeue(c, LAB_DEQ_SLEEP as i32);
+                    asleep.push(c);
+                }
+            }
+            7 | 8 => {
+                // Something wakes: a ghost requeues, a real sleeper is placed with its lag.
+                if !asleep.is_empty() {
+                    let n = asleep.swap_remove(rng.random_range(0..asleep.len()));
+                    if q.pool.se(n).delayed != 0 {
+                        unsafe {
+                            host_requeue_delayed_entity(
+                                &mut q.cfs,
+                                q.pool.ptr(),
+                                n,
+                                &q.p,
+                                q.st.as_mut_ptr(),
+                            )
+                        };
+                        q.check();
+                    } else if q.pool.se(n).on_rq == 0 {
+                        q.enqueue(n, 0);
+                    }
+                }
+            }
+            _ => {
+                let all = q.queued();
+                if !all.is_empty() {
+                    let n = all[rng.random_range(0..all.len())];
+                    let w = rng.random_range(15..20000);
+                    unsafe {
+                        host_reweight_entity(
+                            &mut q.cfs,
+                            q.pool.ptr(),
+                            n,
+                            w,
+                            &q.p,
+                            q.st.as_mut_ptr(),
+                        )
+                    };
+                    q.check();
+                }
+            }
+        }
+        // Lag stays within its bound for every queued, non-ghost entity.
+        let v = q.v();
+        let max_slice = unsafe { host_cfs_max_slice(&mut q.cfs, q.pool.ptr()) };
+        for n in q.queued() {
+            let se = q.pool.se(n);
+            if se.delayed != 0 {
+                continue;
+            }
+            let lag = v.wrapping_sub(se.vruntime) as i64;
+            let bound = ((max_slice + TICK) * 1024 / se.weight as u64) as i64;
+            assert!(lag.abs() <= 2 * bound + 1, "lag {lag} bound {bound}");
+        }
+    }
+}

@@ -27,3 +27,62 @@ void host_rb_insert(struct lab_cfs *cfs, struct lab_pool *pool, u32 n) { rb_inse
 void host_rb_erase(struct lab_cfs *cfs, struct lab_pool *pool, u32 n) { rb_erase(cfs, pool, n); }
 u32 host_rb_first(const struct lab_cfs *cfs, struct lab_pool *pool) { return rb_first(cfs, pool); }
 u32 host_rb_next(struct lab_pool *pool, u32 n) { return rb_next(pool, n); }
+void host_enqueue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+			 const struct lab_params *p, u64 *st)
+{
+	enqueue_entity(cfs, pool, n, flags, p, st);
+}
+bool host_dequeue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+			 const struct lab_params *p, u64 *st)
+{
+	return dequeue_entity(cfs, pool, n, flags, p, st);
+}
+void host_requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+				 const struct lab_params *p, u64 *st)
+{
+	requeue_delayed_entity(cfs, pool, n, p, st);
+}
+void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p)
+{
+	set_next_entity(cfs, pool, n, p);
+}
+void host_put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p,
+			  u64 *st)
+{
+	put_prev_entity(cfs, pool, n, p, st);
+}
+int host_update_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 delta, const struct lab_params *p,
+		     u64 *st)
+{
+	return update_curr_math(cfs, pool, delta, p, st);
+}
+u32 host_pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool protect, const struct lab_params *p,
+		    u64 *st)
+{
+	return pick_eevdf(cfs, pool, protect, p, st);
+}
+u32 host_pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+			  const struct lab_params *p, u64 *st, u32 *ghosts)
+{
+	return pick_next_entity(cfs, pool, protect, p, st, ghosts);
+}
+int host_wakeup_preempt(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse, const struct lab_wakeup *wk,
+			const struct lab_params *p, u64 *st, u32 *ghosts)
+{
+	return wakeup_preempt_fair(cfs, pool, pse, wk, p, st, ghosts);
+}
+void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight,
+			  const struct lab_params *p, u64 *st)
+{
+	reweight_entity(cfs, pool, n, weight, p, st);
+}
+bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, const struct lab_params *p, u64 *st)
+{
+	return yield_entity(cfs, pool, p, st);
+}
+bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
+{
+	return entity_eligible(cfs, pool, SE(pool, n));
+}
+u64 host_cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool) { return cfs_min_slice(cfs, pool); }
+u64 host_cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool) { return cfs_max_slice(cfs, pool); }

@@ -21,4 +21,28 @@ void host_rb_erase(struct lab_cfs *cfs, struct lab_pool *pool, u32 n);
 u32 host_rb_first(const struct lab_cfs *cfs, struct lab_pool *pool);
 u32 host_rb_next(struct lab_pool *pool, u32 n);
 
+void host_enqueue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+			 const struct lab_params *p, u64 *st);
+bool host_dequeue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+			 const struct lab_params *p, u64 *st);
+void host_requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+				 const struct lab_params *p, u64 *st);
+void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p);
+void host_put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p,
+			  u64 *st);
+int host_update_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 delta, const struct lab_params *p,
+		     u64 *st);
+u32 host_pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool protect, const struct lab_params *p,
+		    u64 *st);
+u32 host_pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+			  const struct lab_params *p, u64 *st, u32 *ghosts);
+int host_wakeup_preempt(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse, const struct lab_wakeup *wk,
+			const struct lab_params *p, u64 *st, u32 *ghosts);
+void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight,
+			  const struct lab_params *p, u64 *st);
+bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, const struct lab_params *p, u64 *st);
+bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n);
+u64 host_cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool);
+u64 host_cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool);
+
 #endif

@@ -66,6 +66,58 @@ enum lab_feat {
 };
 
 /*
+ * Decision counters, one row per CPU (the CPU that made the decision). src/stats.rs names and
+ * describes each; keep the two in the same order.
+ */
+enum lab_stat {
+	/* picks (pick_eevdf) */
+	LAB_ST_PICK,			/* picks made for a dispatch */
+	LAB_ST_PICK_CURR,		/* the pick kept the running task */
+	LAB_ST_PICK_PROTECTED,		/* ... because its slice was protected (RUN_TO_PARITY) */
+	LAB_ST_PICK_BUDDY,		/* the next buddy was picked (PICK_BUDDY) */
+	LAB_ST_PICK_LEFTMOST,		/* the earliest deadline was eligible */
+	LAB_ST_PICK_SEARCH,		/* the tree had to be searched for an eligible entity */
+	LAB_ST_PICK_NONE,		/* nothing eligible: the queue held only ghosts or was empty */
+	LAB_ST_SCAN_NODES,		/* tree nodes visited by the searches */
+	LAB_ST_SCAN_SKIPPED,		/* ineligible entities with an earlier deadline than the pick */
+	LAB_ST_SCAN_LEN_1,		/* searches that visited 1 node */
+	LAB_ST_SCAN_LEN_2,		/* 2 nodes */
+	LAB_ST_SCAN_LEN_4,		/* 3-4 nodes */
+	LAB_ST_SCAN_LEN_8,		/* 5-8 nodes */
+	LAB_ST_SCAN_LEN_MORE,		/* more than 8 nodes */
+	/* preemption */
+	LAB_ST_PREEMPT_WAKEUP,		/* a wakee won the pick against the running task */
+	LAB_ST_PREEMPT_SHORT,		/* a shorter-slice wakee preempted (PREEMPT_SHORT) */
+	LAB_ST_PREEMPT_IDLE,		/* a non-idle wakee preempted a SCHED_IDLE task */
+	LAB_ST_PREEMPT_SYNC,		/* NEXT_BUDDY + WF_SYNC forced a resched */
+	LAB_ST_PREEMPT_TICK_DEADLINE,	/* the tick ended a request (deadline reached) */
+	LAB_ST_PREEMPT_TICK_PROTECT,	/* the tick ended the slice protection */
+	LAB_ST_PREEMPT_HRTICK,		/* the hrtick timer ended a request */
+	LAB_ST_WAKEUP_NO_PREEMPT,	/* wakeup preemption checks that kept the running task */
+	LAB_ST_PROTECT_UPDATE,		/* failed wakeup preemption shrank the protection */
+	LAB_ST_DEADLINE_NEW,		/* update_deadline() issued a new request */
+	/* placement */
+	LAB_ST_PLACE_INITIAL,		/* new tasks placed (half-slice deadline if PLACE_DEADLINE_INITIAL) */
+	LAB_ST_PLACE_LAG_POS,		/* placed with positive lag (ahead of V: credit) */
+	LAB_ST_PLACE_LAG_NEG,		/* placed with negative lag */
+	LAB_ST_PLACE_LAG_ZERO,		/* placed at V */
+	LAB_ST_PLACE_REL_DEADLINE,	/* kept a relative deadline (PLACE_REL_DEADLINE) */
+	/* delayed dequeue */
+	LAB_ST_GHOST_CREATED,		/* ineligible sleepers kept queued */
+	LAB_ST_GHOST_PICKED,		/* ghosts finalized because a pick selected them */
+	LAB_ST_GHOST_REQUEUED,		/* ghosts that woke up and requeued */
+	LAB_ST_GHOST_REQUEUE_MOVED,	/* ... whose lag changed, so they were re-placed */
+	LAB_ST_GHOST_REQUEUE_POS,	/* ghosts that woke up with positive lag (only without DELAY_ZERO) */
+	LAB_ST_GHOST_FINALIZED_OTHER,	/* ghosts finalized on exit, affinity change or cold wake */
+	/* other EEVDF events */
+	LAB_ST_REWEIGHT,		/* weight changes of queued entities */
+	LAB_ST_YIELD,			/* yields that forfeited the request */
+	LAB_ST_SUM_OVERFLOW,		/* V sums that overflowed (the kernel WARNs) */
+	LAB_ST_PARANOID_REBUILD,	/* PARANOID_AVG rebuilds of the sums */
+	LAB_NR_STATS,
+};
+
+/*
  * The live knobs: one element of a pinned array map. Writers (the daemon at start, the CLI later)
  * replace the whole value with BPF_F_LOCK, so a change of several fields lands at once; the BPF
  * side copies it under the same lock into its own snapshot when `seq` moves.
