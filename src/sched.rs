@@ -48,6 +48,11 @@ impl<'a> Scheduler<'a> {
         let mut skel =
             scx_ops_load!(skel, lab_ops, uei).context("cannot load the BPF scheduler")?;
 
+        // TICK_NSEC bounds lag (entity_lag()); the kernel's HZ is not in its BTF, so measure it.
+        let hz = measure_hz(&skel)?;
+        skel.maps.data_data.as_mut().unwrap().tick_ns = 1_000_000_000 / hz;
+        info!("kernel HZ: {hz}");
+
         // The knobs are in place before the first callback runs, and reachable by the CLI.
         control::write_map(&skel.maps.lab_knobs, &knobs)?;
         control::pin(&skel.maps.lab_knobs)?;
@@ -120,6 +125,30 @@ impl Drop for Scheduler<'_> {
         self.struct_ops.take();
         control::unpin();
     }
+}
+
+/// The kernel's HZ: jiffies counted over 200 ms of monotonic time, rounded to the nearest
+/// value Linux offers (100, 250, 300, 1000).
+fn measure_hz(skel: &BpfSkel) -> Result<u64> {
+    let sample = || -> Result<(u64, u64)> {
+        skel.progs
+            .lab_probe_clock
+            .test_run(libbpf_rs::ProgramInput::default())
+            .context("cannot run the clock probe")?;
+        let bss = skel.maps.bss_data.as_ref().unwrap();
+        Ok((bss.probe_jiffies, bss.probe_ns))
+    };
+    let (j0, t0) = sample()?;
+    std::thread::sleep(Duration::from_millis(200));
+    let (j1, t1) = sample()?;
+    let measured = (j1 - j0) as f64 * 1e9 / (t1 - t0).max(1) as f64;
+    Ok(*[100u64, 250, 300, 1000]
+        .iter()
+        .min_by(|a, b| {
+            let (da, db) = ((**a as f64 - measured).abs(), (**b as f64 - measured).abs());
+            da.total_cmp(&db)
+        })
+        .unwrap())
 }
 
 /// Loads and runs the scheduler until shutdown, restarting it when the kernel asks for it

@@ -79,7 +79,11 @@ struct lab_se {
 	u8 custom_slice;	/* slice set through sched_setattr(sched_runtime) */
 	u8 in_tree;		/* linked into its queue's tree (and counted in the sums) */
 	u8 is_new;		/* not enqueued yet: the next placement is ENQUEUE_INITIAL */
-	u8 pad[3];
+	/* sched_ext bookkeeping, kept here so that it changes under the queue lock */
+	u8 custody;		/* held by the scheduler (ops.enqueue), not yet dispatched */
+	u8 running;		/* between ops.running and ops.stopping */
+	u8 pad;
+	u64 exec_snap;		/* the task's sum_exec_runtime already charged to vruntime */
 };
 
 struct lab_pool {
@@ -1176,13 +1180,18 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 	} else if (cfs->root) {
 		lab_count(st, LAB_ST_PICK_SEARCH);
 		node = cfs->root;
+		/*
+		 * @visited is only written on the way out of the loop: a counter carried from one
+		 * iteration to the next would keep the BPF verifier from seeing the loop converge.
+		 */
 		lab_for(i, 0, LAB_TREE_MAX_DEPTH) {
 			struct lab_se *se;
 			u32 left;
 
-			if (!node)
+			if (!node) {
+				visited = i;
 				break;
-			visited++;
+			}
 			se = SE(pool, node);
 			left = se->left;
 			if (left && vruntime_eligible(cfs, curr, SE(pool, left)->min_vruntime)) {
@@ -1191,6 +1200,7 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 			}
 			if (vruntime_eligible(cfs, curr, se->vruntime)) {
 				best = node;
+				visited = i + 1;
 				break;
 			}
 			node = se->right;

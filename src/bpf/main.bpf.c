@@ -1,10 +1,45 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * scx_eevdf_lab: Linux's EEVDF (kernel/sched/fair.c) as a sched_ext scheduler.
+ *
+ * The EEVDF state -- one runqueue per CPU with V, lag, eligibility, virtual deadlines, slice
+ * protection and delayed ("ghost") entities -- is plain C in eevdf.h, shared with the host tests.
+ * This file maps it onto sched_ext:
+ *
+ *   fair.c                          sched_ext
+ *   enqueue_task_fair()             ops.runnable (join the queue), ops.enqueue (custody, then
+ *                                   wakeup_preempt_fair() and a kick)
+ *   pick_task_fair()                ops.dispatch: pick, then insert that one task into the CPU's
+ *                                   local DSQ (or keep prev running by refilling its slice)
+ *   set_next_task_fair()            ops.running
+ *   put_prev_task_fair()            ops.stopping(runnable)
+ *   dequeue_task_fair()             ops.quiescent (sleep: maybe a ghost), ops.dequeue (moves)
+ *   task_tick_fair() / hrtick       ops.tick, a CPU-pinned BPF timer
+ *   reweight_task_fair()            ops.set_weight
+ *   yield_task_fair()               ops.yield
+ *
+ * Tasks stay in the scheduler's custody until dispatched, so the queues here are the only
+ * source of truth for the order. Each queue has its own lock; the kernel's rq lock of the same
+ * CPU is also held in every callback but the cross-CPU ones (steals, remote wakeups) need ours.
+ */
 #include <scx/common.bpf.h>
 #include "intf.h"
+#include "eevdf.h"
 
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
+
+/* How long a dispatched task may run before the kernel asks us again; the tick, the hrtick
+ * timer and wakeup preemption normally decide much earlier. */
+#define LAB_SLICE_NS		(20ULL * 1000 * 1000)
+
+/* __TASK_STOPPED | __TASK_TRACED | TASK_PARKED | TASK_DEAD | TASK_FROZEN (is_special_task_state) */
+#define LAB_SPECIAL_STATES	(0x4 | 0x8 | 0x40 | 0x80 | 0x8000)
+#define LAB_SCHED_NORMAL	0
+#define LAB_SCHED_IDLE		5
+#define LAB_SCHED_EXT		7
+#define LAB_ENQUEUE_INITIAL	0x80000	/* the core's ENQUEUE_INITIAL: wake_up_new_task() */
 
 /* The live knobs, pinned by the daemon for the CLI (see src/control.rs). */
 struct {
@@ -14,18 +49,864 @@ struct {
 	__type(value, struct lab_knobs);
 } lab_knobs SEC(".maps");
 
+/* One EEVDF queue per CPU, each with its lock. */
+struct lab_rq {
+	struct bpf_spin_lock lock;
+	u32 kicked;		/* a reschedule we asked for is pending (need_resched) */
+	struct lab_cfs cfs;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LAB_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct lab_rq);
+} lab_rqs SEC(".maps");
+
+/* The entities, one slot per task (struct lab_pool is a few MiB: one array element). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct lab_pool);
+} lab_pool_map SEC(".maps");
+
+/* Per task: its slot and what the last select_cpu learnt about its wakeup. */
+struct task_ctx {
+	u32 slot;
+	u32 wake_flags;		/* SCX_WAKE_* of the last select_cpu */
+	u64 last_ran;		/* when it last stopped running */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctx_stor SEC(".maps");
+
+/*
+ * A reference to the task of each slot, for ops.dispatch: pid lookups fail for an exiting task
+ * whose pid is already unhashed while it still has to run (do_exit()'s last schedule).
+ */
+struct lab_task_ref {
+	struct task_struct __kptr *task;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LAB_NR_SLOTS);
+	__type(key, u32);
+	__type(value, struct lab_task_ref);
+} lab_task_refs SEC(".maps");
+
+/* The hrtick stand-in: one CPU-pinned timer per CPU. */
+struct lab_hrtick {
+	struct bpf_timer timer;
+	u32 slot;		/* armed for this entity */
+	u32 armed;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LAB_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct lab_hrtick);
+} lab_hrticks SEC(".maps");
+
+/* Per-CPU copy of the knobs, refreshed when their sequence number moves. */
+struct lab_cpu {
+	u64 knob_seq;
+	struct lab_params params;
+};
+struct lab_cpu lab_cpus[LAB_MAX_CPUS];
+
+/* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
+u64 lab_stats[LAB_MAX_CPUS][LAB_NR_STATS];
+
+/* TICK_NSEC, measured by user space before attaching (1e9 / CONFIG_HZ). */
+u64 tick_ns = 4000000;
+
+/* Set by lab_probe_clock() for user space to derive HZ. */
+u64 probe_jiffies, probe_ns;
+extern const void jiffies_64 __ksym;	/* untyped: not in the kernel's BTF */
+
+/* Slot allocation failures (the pool is full). */
+u64 nr_alloc_fail;
+/* Picks that could not be dispatched (the task was gone or not allowed on the CPU). */
+u64 nr_dispatch_miss;
+
+/* ---------------------------------------------------------------------------------------------
+ * Lookups
+ */
+
+static __always_inline struct lab_pool *pool_get(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&lab_pool_map, &zero);
+}
+
+static __always_inline struct lab_rq *rq_get(s32 cpu)
+{
+	u32 c = cpu;
+
+	return bpf_map_lookup_elem(&lab_rqs, &c);
+}
+
+static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
+}
+
+/* A reference to the task in @slot (NULL if none); release it with bpf_task_release(). */
+static __always_inline struct task_struct *slot_task(u32 slot)
+{
+	struct lab_task_ref *ref = bpf_map_lookup_elem(&lab_task_refs, &slot);
+	struct task_struct *t = NULL;
+
+	if (!ref)
+		return NULL;
+	bpf_rcu_read_lock();
+	if (ref->task)
+		t = bpf_task_acquire(ref->task);
+	bpf_rcu_read_unlock();
+	return t;
+}
+
+/* The decision counters of the CPU running this program. */
+static __always_inline u64 *stats_row(void)
+{
+	u32 c = bpf_get_smp_processor_id();
+
+	if (c >= LAB_MAX_CPUS)
+		return NULL;
+	return lab_stats[c];
+}
+
+static __always_inline void stat_inc(u32 idx)
+{
+	u64 *st = stats_row();
+
+	if (st && idx < LAB_NR_STATS)
+		st[idx]++;
+}
+
+/* The knobs as this CPU last saw them; copied under the knobs' lock when a writer moved seq. */
+static __always_inline const struct lab_params *params_get(void)
+{
+	u32 c = bpf_get_smp_processor_id(), zero = 0;
+	struct lab_knobs *k;
+	struct lab_cpu *pc;
+
+	if (c >= LAB_MAX_CPUS)
+		c = 0;
+	pc = &lab_cpus[c];
+	k = bpf_map_lookup_elem(&lab_knobs, &zero);
+	if (k && READ_ONCE(k->seq) != pc->knob_seq) {
+		bpf_spin_lock(&k->lock);
+		pc->knob_seq = k->seq;
+		pc->params.features = k->features;
+		pc->params.base_slice = k->base_slice_ns;
+		pc->params.normalized_slice = k->normalized_slice_ns;
+		pc->params.migration_cost = k->migration_cost_ns;
+		bpf_spin_unlock(&k->lock);
+		pc->params.tick_ns = tick_ns;
+	}
+	return &pc->params;
+}
+
+/* The weight of @p: the nice table at full resolution, not the lossy p->scx.weight. */
+static __always_inline u32 task_weight(const struct task_struct *p)
+{
+	return lab_task_weight(p->static_prio, p->policy == LAB_SCHED_IDLE);
+}
+
+/* A custom slice (sched_setattr's sched_runtime) is kept by the kernel for SCHED_EXT tasks too. */
+static __always_inline void task_slice(const struct task_struct *p, struct lab_se *se)
+{
+	if (p->se.custom_slice) {
+		se->custom_slice = 1;
+		se->slice = lab_custom_slice(p->se.slice);
+	} else {
+		se->custom_slice = 0;
+	}
+}
+
+/*
+ * The running task's execution time, current to the rq clock: what the kernel's update_curr()
+ * would charge. Valid with @cpu's rq lock held, which every scheduling callback for that CPU has.
+ */
+static __always_inline u64 exec_now(struct task_struct *p, s32 cpu)
+{
+	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	u64 sum = p->se.sum_exec_runtime;
+	s64 d;
+
+	if (rq && rq->curr == p) {
+		d = (s64)(rq->clock_task - p->se.exec_start);
+		if (d > 0)
+			sum += d;
+	}
+	return sum;
+}
+
+/* The task currently on @cpu and its execution time (for remote update_curr()). */
+static __always_inline s32 curr_exec_now(s32 cpu, u64 *total)
+{
+	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
+	struct task_struct *curr;
+	s64 d;
+
+	*total = 0;
+	if (!rq)
+		return 0;
+	curr = rq->curr;
+	if (!curr)
+		return 0;
+	*total = BPF_CORE_READ(curr, se.sum_exec_runtime);
+	d = (s64)(BPF_CORE_READ(rq, clock_task) - BPF_CORE_READ(curr, se.exec_start));
+	if (d > 0)
+		*total += d;
+	return BPF_CORE_READ(curr, pid);
+}
+
+/*
+ * update_curr(): charge the queue's running entity for what it ran since it was last charged.
+ * Call with the queue locked; @total and @pid describe the task on the CPU right now.
+ */
+static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 total,
+					s32 pid, const struct lab_params *p, u64 *st)
+{
+	struct lab_se *se;
+	s64 delta;
+
+	if (!cfs->curr)
+		return LAB_RESCHED_NONE;
+	se = SE(pool, cfs->curr);
+	if (!se->running || se->pid != pid)
+		return LAB_RESCHED_NONE;
+	delta = (s64)(total - se->exec_snap);
+	if (delta <= 0)
+		return LAB_RESCHED_NONE;
+	se->exec_snap = total;
+	return update_curr_math(cfs, pool, delta, p, st);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Moving an entity between queues (never holding two queue locks)
+ */
+
+/*
+ * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP: the lag is saved and,
+ * with PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead.
+ */
+static void leave_queue(struct lab_pool *pool, u32 n, const struct lab_params *p, u64 *st)
+{
+	struct lab_se *se = SE(pool, n);
+	struct lab_rq *rq;
+	s32 cpu = se->cpu;
+
+	if (cpu < 0 || !se->on_rq)
+		return;
+	rq = rq_get(cpu);
+	if (!rq)
+		return;
+	bpf_spin_lock(&rq->lock);
+	if (se->on_rq && se->cpu == cpu) {
+		if (se->delayed) {
+			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
+			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
+		} else {
+			dequeue_entity(&rq->cfs, pool, n, 0, p, st);
+		}
+		se->custody = 0;
+		se->running = 0;
+		se->cpu = -1;
+	}
+	bpf_spin_unlock(&rq->lock);
+}
+
+/*
+ * enqueue_task_fair()'s EEVDF part for @p on @cpu: a ghost on this queue requeues, anything else
+ * is placed. A ghost elsewhere (it woke on another CPU) is finalized there first.
+ */
+static void join_queue(struct task_struct *p, s32 cpu, bool initial)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	u64 *st = stats_row(), total;
+	struct lab_rq *rq;
+	struct lab_se *se;
+	s32 pid;
+	u32 n;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return;
+	n = tc->slot;
+	se = SE(pool, n);
+	if (se->on_rq && se->cpu != cpu)
+		leave_queue(pool, n, params, st);
+
+	pid = curr_exec_now(cpu, &total);
+	bpf_spin_lock(&rq->lock);
+	account_curr(&rq->cfs, pool, total, pid, params, st);
+	if (se->on_rq && se->cpu == cpu) {
+		if (se->delayed)
+			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
+	} else if (!se->on_rq) {
+		task_slice(p, se);
+		se->cpu = cpu;
+		enqueue_entity(&rq->cfs, pool, n, (initial || se->is_new) ? LAB_PLACE_INITIAL : 0,
+			       params, st);
+	}
+	bpf_spin_unlock(&rq->lock);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * sched_ext operations
+ */
+
 s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
-	bool is_idle = false;
-	s32 cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (is_idle)
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, 0);
-	return cpu;
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	struct lab_se *se;
+	s32 cpu;
+
+	if (!tc || !pool)
+		return prev_cpu;
+	tc->wake_flags = wake_flags;
+	se = SE(pool, tc->slot);
+
+	/*
+	 * A ghost wakes on its own CPU without CPU selection, as ttwu_runnable() does for a delayed
+	 * task, unless DELAY_REQUEUE_SELECT asks for a normal selection.
+	 */
+	cpu = se->cpu;
+	if (se->delayed && cpu >= 0 && !sched_feat(params, DELAY_REQUEUE_SELECT) &&
+	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return cpu;
+
+	if (scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	return cpu >= 0 ? cpu : prev_cpu;
+}
+
+void BPF_STRUCT_OPS(lab_runnable, struct task_struct *p, u64 enq_flags)
+{
+	join_queue(p, scx_bpf_task_cpu(p), enq_flags & LAB_ENQUEUE_INITIAL);
 }
 
 void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	s32 cpu = scx_bpf_task_cpu(p), pid;
+	struct lab_wakeup wk = {};
+	u64 *st = stats_row(), total;
+	bool initial = enq_flags & LAB_ENQUEUE_INITIAL;
+	int preempt = LAB_PREEMPT_NO;
+	struct lab_rq *rq;
+	struct lab_se *se;
+	u32 n;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return;
+	n = tc->slot;
+	se = SE(pool, n);
+	/* Joined elsewhere, or not at all (a move the kernel made without ops.runnable). */
+	if (!se->on_rq || se->cpu != cpu || se->delayed)
+		join_queue(p, cpu, initial);
+
+	wk.fork = initial;
+	wk.sync = tc->wake_flags & SCX_WAKE_SYNC;
+	wk.rq_selected = true;
+	wk.wakee_idle = p->policy == LAB_SCHED_IDLE;
+	wk.wakee_normal = p->policy == LAB_SCHED_NORMAL || p->policy == LAB_SCHED_EXT;
+	tc->wake_flags = 0;
+
+	pid = curr_exec_now(cpu, &total);
+	bpf_spin_lock(&rq->lock);
+	se->custody = 1;
+	if ((enq_flags & SCX_ENQ_WAKEUP || initial) && rq->cfs.curr && rq->cfs.curr != n &&
+	    se->on_rq && se->cpu == cpu) {
+		struct lab_se *curr = SE(pool, rq->cfs.curr);
+
+		account_curr(&rq->cfs, pool, total, pid, params, st);
+		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
+		wk.need_resched = rq->kicked;
+		preempt = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
+		if (preempt)
+			rq->kicked = 1;
+	}
+	bpf_spin_unlock(&rq->lock);
+
+	if (preempt)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+}
+
+void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
+{
+	struct lab_pool *pool;
+	struct task_ctx *tc;
+
+	/* Only a property change moves the entity here: the sleep path is ops.quiescent, and the
+	 * other calls merely say that the task left our custody (a dispatch, a core-sched pick). */
+	if (!(deq_flags & SCX_DEQ_SCHED_CHANGE))
+		return;
+	pool = pool_get();
+	tc = tctx_get(p);
+	if (!pool || !tc)
+		return;
+	leave_queue(pool, tc->slot, params_get(), stats_row());
+}
+
+void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+	u64 *st = stats_row(), total = 0;
+	struct task_struct *t;
+	bool keep = false;
+	s32 prev_pid = 0;
+	u32 n, slot = 0;
+
+	if (!pool || !rq)
+		return;
+	if (prev) {
+		total = exec_now(prev, cpu);
+		prev_pid = prev->pid;
+	}
+	bpf_spin_lock(&rq->lock);
+	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
+	n = pick_next_entity(&rq->cfs, pool, true, params, st, NULL);
+	if (n) {
+		struct lab_se *se = SE(pool, n);
+
+		lab_count(st, LAB_ST_PICK);
+		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
+			keep = true;
+			lab_count(st, LAB_ST_PICK_CURR);
+		} else if (se->custody) {
+			se->custody = 0;
+			slot = n;
+		}
+	}
+	bpf_spin_unlock(&rq->lock);
+
+	if (keep && prev) {
+		scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
+		return;
+	}
+	if (!slot)
+		return;
+	t = slot_task(slot);
+	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr)) {
+		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
+	} else {
+		/* Give the entity back to the queue's custody and try again shortly. */
+		__sync_fetch_and_add(&nr_dispatch_miss, 1);
+		bpf_spin_lock(&rq->lock);
+		if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu)
+			SE(pool, slot)->custody = 1;
+		bpf_spin_unlock(&rq->lock);
+	}
+	if (t)
+		bpf_task_release(t);
+}
+
+/* hrtick: the deadline of the running entity came; let the pick decide (entity_tick()'s
+ * queued path reschedules unconditionally). */
+static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+
+	if (!h->armed)
+		return 0;
+	h->armed = 0;
+	stat_inc(LAB_ST_PREEMPT_HRTICK);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return 0;
+}
+
+/* hrtick_start_fair(): arm the timer for the deadline of the entity that starts running. */
+static void hrtick_start(s32 cpu, u32 slot, u64 wall_ns)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (!h)
+		return;
+	h->slot = slot;
+	h->armed = 1;
+	bpf_timer_start(&h->timer, wall_ns ? wall_ns : 1, BPF_F_TIMER_CPU_PIN);
+}
+
+static void hrtick_cancel(s32 cpu)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (h && h->armed) {
+		h->armed = 0;
+		bpf_timer_cancel(&h->timer);
+	}
+}
+
+void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 hrtick_ns = 0;
+	struct lab_rq *rq;
+	struct lab_se *se;
+	u32 n;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return;
+	n = tc->slot;
+	se = SE(pool, n);
+	if (!se->on_rq || se->cpu != cpu || se->delayed)
+		join_queue(p, cpu, false);
+
+	bpf_spin_lock(&rq->lock);
+	if (se->on_rq && se->cpu == cpu) {
+		set_next_entity(&rq->cfs, pool, n, params);
+		se->running = 1;
+		se->custody = 0;
+		se->exec_snap = p->se.sum_exec_runtime;
+		rq->kicked = 0;
+		/* hrtick_start_fair(): only when there is someone to switch to. */
+		if (sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1) {
+			s64 vdelta = (s64)(se->deadline - se->vruntime);
+
+			hrtick_ns = vdelta > 0 ? (u64)vdelta * se->weight / NICE_0_LOAD : 1;
+		}
+	}
+	bpf_spin_unlock(&rq->lock);
+	if (hrtick_ns)
+		hrtick_start(cpu, n, hrtick_ns);
+}
+
+void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 *st = stats_row();
+	struct lab_rq *rq;
+	struct lab_se *se;
+	u32 n;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return;
+	n = tc->slot;
+	se = SE(pool, n);
+	hrtick_cancel(cpu);
+	bpf_spin_lock(&rq->lock);
+	if (se->cpu == cpu) {
+		account_curr(&rq->cfs, pool, p->se.sum_exec_runtime, p->pid, params, st);
+		se->running = 0;
+		if (runnable)
+			put_prev_entity(&rq->cfs, pool, n, params, st);
+	}
+	bpf_spin_unlock(&rq->lock);
+	tc->last_ran = scx_bpf_now();
+}
+
+void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	u64 *st = stats_row();
+	struct lab_rq *rq;
+	struct lab_se *se;
+	int flags = 0;
+	s32 cpu;
+	u32 n;
+
+	if (!pool || !tc)
+		return;
+	n = tc->slot;
+	se = SE(pool, n);
+	cpu = se->cpu;
+	if (cpu < 0 || !(rq = rq_get(cpu)))
+		return;
+	if (deq_flags & SCX_DEQ_SLEEP) {
+		flags = LAB_DEQ_SLEEP;
+		if (p->__state & LAB_SPECIAL_STATES)
+			flags |= LAB_DEQ_SPECIAL;
+	}
+	bpf_spin_lock(&rq->lock);
+	if (se->on_rq && se->cpu == cpu) {
+		se->running = 0;
+		se->custody = 0;
+		if (dequeue_entity(&rq->cfs, pool, n, flags, params, st))
+			se->cpu = -1;
+	}
+	bpf_spin_unlock(&rq->lock);
+}
+
+void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 *st = stats_row();
+	struct lab_rq *rq;
+	int resched;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return;
+	bpf_spin_lock(&rq->lock);
+	resched = account_curr(&rq->cfs, pool, p->se.sum_exec_runtime, p->pid, params, st);
+	if (resched)
+		rq->kicked = 1;
+	bpf_spin_unlock(&rq->lock);
+	if (resched) {
+		lab_count(st, resched == LAB_RESCHED_DEADLINE ? LAB_ST_PREEMPT_TICK_DEADLINE :
+							      LAB_ST_PREEMPT_TICK_PROTECT);
+		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */
+		scx_bpf_task_set_slice(p, 0);
+	}
+}
+
+void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	u32 weight = task_weight(p), n;
+	u64 *st = stats_row();
+	struct lab_rq *rq;
+	struct lab_se *se;
+	s32 cpu;
+
+	if (!pool || !tc)
+		return;
+	n = tc->slot;
+	se = SE(pool, n);
+	cpu = se->cpu;
+	if (se->on_rq && cpu >= 0 && (rq = rq_get(cpu))) {
+		bpf_spin_lock(&rq->lock);
+		if (se->on_rq && se->cpu == cpu)
+			reweight_entity(&rq->cfs, pool, n, weight, params, st);
+		else
+			reweight_entity(NULL, pool, n, weight, params, NULL);
+		bpf_spin_unlock(&rq->lock);
+	} else {
+		reweight_entity(NULL, pool, n, weight, params, NULL);
+	}
+}
+
+bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
+{
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(from), *tto = to ? tctx_get(to) : NULL;
+	s32 cpu = scx_bpf_task_cpu(from);
+	u64 *st = stats_row();
+	struct lab_rq *rq;
+	bool buddy = false;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return false;
+	bpf_spin_lock(&rq->lock);
+	account_curr(&rq->cfs, pool, from->se.sum_exec_runtime, from->pid, params, st);
+	/* yield_to_task_fair(): make @to the next buddy when it is queued here (not a ghost). */
+	if (tto && SE(pool, tto->slot)->cpu == cpu && SE(pool, tto->slot)->on_rq &&
+	    !SE(pool, tto->slot)->delayed) {
+		set_next_buddy(&rq->cfs, pool, tto->slot, false);
+		buddy = true;
+	}
+	yield_entity(&rq->cfs, pool, params, st);
+	bpf_spin_unlock(&rq->lock);
+	scx_bpf_task_set_slice(from, 0);
+	return buddy;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc;
+	u32 start, i, n;
+	s32 pid = p->pid;
+
+	if (!pool)
+		return -ENOMEM;
+	tc = bpf_task_storage_get(&task_ctx_stor, p, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tc)
+		return -ENOMEM;
+	/* Claim a free slot by open addressing from a hash of the pid; slot 0 means "none". */
+	start = (u32)pid * 2654435761U;
+	bpf_for(i, 0, 8192) {
+		n = (start + i) & LAB_SLOT_MASK;
+		if (!n)
+			continue;
+		if (__sync_val_compare_and_swap(&SE(pool, n)->pid, 0, pid) == 0) {
+			struct lab_se *se = SE(pool, n);
+			struct lab_task_ref *ref = bpf_map_lookup_elem(&lab_task_refs, &n);
+			struct task_struct *t, *old;
+
+			if (ref && (t = bpf_task_acquire(p))) {
+				old = bpf_kptr_xchg(&ref->task, t);
+				if (old)
+					bpf_task_release(old);
+			}
+			tc->slot = n;
+			se->cpu = -1;
+			se->on_rq = se->in_tree = se->delayed = se->running = se->custody = 0;
+			se->left = se->right = se->parent = 0;
+			se->vruntime = se->deadline = se->vprot = se->exec_snap = 0;
+			se->vlag = 0;
+			se->rel_deadline = 0;
+			se->is_new = args->fork;
+			se->weight = task_weight(p);
+			se->slice = 0;
+			se->custom_slice = 0;
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&nr_alloc_fail, 1);
+	return -ENOMEM;
+}
+
+void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+
+	if (pool && tc)
+		SE(pool, tc->slot)->weight = task_weight(p);
+}
+
+void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+
+	if (pool && tc)
+		leave_queue(pool, tc->slot, params_get(), stats_row());
+}
+
+void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	struct task_struct *old;
+	struct lab_task_ref *ref;
+	struct lab_se *se;
+	u32 slot;
+
+	if (!pool || !tc || !tc->slot)
+		return;
+	leave_queue(pool, tc->slot, params_get(), stats_row());
+	slot = tc->slot;
+	ref = bpf_map_lookup_elem(&lab_task_refs, &slot);
+	if (ref) {
+		old = bpf_kptr_xchg(&ref->task, NULL);
+		if (old)
+			bpf_task_release(old);
+	}
+	se = SE(pool, slot);
+	tc->slot = 0;
+	__sync_lock_test_and_set(&se->pid, 0);
+}
+
+/* ops.dump: every queue with V and its entities, so that an exit can be diagnosed. */
+void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
+{
+	struct lab_pool *pool = pool_get();
+	s32 cpu, nr = scx_bpf_nr_cpu_ids();
+	u32 i;
+
+	/* (scx_bpf_dump_header() would need the kernel's Kconfig file, which images often lack.) */
+	scx_bpf_dump("kernel %d.%d.%d\n", LINUX_KERNEL_VERSION >> 16, (LINUX_KERNEL_VERSION >> 8) & 0xff,
+		     LINUX_KERNEL_VERSION & 0xff);
+	if (!pool)
+		return;
+	bpf_for(cpu, 0, nr) {
+		struct lab_rq *rq = rq_get(cpu);
+		struct lab_cfs *cfs;
+		struct lab_se *curr;
+		u32 n;
+		s64 avg = 0;
+
+		if (!rq || cpu >= LAB_MAX_CPUS)
+			break;
+		cfs = &rq->cfs;
+		if (!cfs->nr_queued)
+			continue;
+		curr = cfs->curr ? SE(pool, cfs->curr) : NULL;
+		/* V without re-centring (read-only, unlocked: a best effort). */
+		if (cfs->sum_weight || curr) {
+			s64 s = cfs->sum_w_vruntime;
+			u64 w = cfs->sum_weight;
+
+			if (curr && curr->on_rq) {
+				s += entity_key(cfs, curr->vruntime) * (s64)curr->weight;
+				w += curr->weight;
+			}
+			if (w)
+				avg = lab_div_floor(s, w);
+		}
+		scx_bpf_dump("cpu%d V=%llu nr_queued=%u nr_delayed=%u curr=%d next=%d\n", cpu,
+			     cfs->zero_vruntime + avg, cfs->nr_queued, cfs->nr_delayed,
+			     curr ? curr->pid : 0, cfs->next ? SE(pool, cfs->next)->pid : 0);
+		if (curr)
+			scx_bpf_dump("  curr pid=%d v=%llu d=%llu vprot=%llu w=%u slice=%llu\n",
+				     curr->pid, curr->vruntime, curr->deadline, curr->vprot,
+				     curr->weight, curr->slice);
+		n = rb_first(cfs, pool);
+		bpf_for(i, 0, 32) {
+			struct lab_se *se;
+			s64 lag;
+
+			if (!n)
+				break;
+			se = SE(pool, n);
+			lag = (s64)(cfs->zero_vruntime + avg - se->vruntime);
+			scx_bpf_dump("  pid=%d v=%llu d=%llu lag=%lld %s%s w=%u slice=%llu\n", se->pid,
+				     se->vruntime, se->deadline, lag, lag >= 0 ? "E" : "N",
+				     se->delayed ? " ghost" : "", se->weight, se->slice);
+			n = rb_next(pool, n);
+		}
+	}
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
+{
+	s32 cpu, nr = scx_bpf_nr_cpu_ids();
+
+	bpf_for(cpu, 0, nr) {
+		struct lab_rq *rq = rq_get(cpu);
+		struct lab_hrtick *h;
+		u32 c = cpu;
+
+		if (!rq)
+			break;
+		/* init_cfs_rq(): start v0 just below zero so that wrap-around bugs show early. */
+		rq->cfs.zero_vruntime = (u64)(-(1LL << 20));
+		h = bpf_map_lookup_elem(&lab_hrticks, &c);
+		if (!h)
+			break;
+		bpf_timer_init(&h->timer, &lab_hrticks, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&h->timer, hrtick_fire);
+	}
+	return 0;
 }
 
 void BPF_STRUCT_OPS(lab_exit, struct scx_exit_info *ei)
@@ -33,8 +914,33 @@ void BPF_STRUCT_OPS(lab_exit, struct scx_exit_info *ei)
 	UEI_RECORD(uei, ei);
 }
 
+/* Run by user space (BPF_PROG_TEST_RUN) twice, some time apart, to measure HZ. */
+SEC("syscall")
+int lab_probe_clock(void *ctx)
+{
+	bpf_probe_read_kernel(&probe_jiffies, sizeof(probe_jiffies), &jiffies_64);
+	probe_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
 SCX_OPS_DEFINE(lab_ops,
 	       .select_cpu = (void *)lab_select_cpu,
+	       .runnable = (void *)lab_runnable,
 	       .enqueue = (void *)lab_enqueue,
+	       .dequeue = (void *)lab_dequeue,
+	       .dispatch = (void *)lab_dispatch,
+	       .running = (void *)lab_running,
+	       .stopping = (void *)lab_stopping,
+	       .quiescent = (void *)lab_quiescent,
+	       .tick = (void *)lab_tick,
+	       .set_weight = (void *)lab_set_weight,
+	       .yield = (void *)lab_yield,
+	       .init_task = (void *)lab_init_task,
+	       .enable = (void *)lab_enable,
+	       .disable = (void *)lab_disable,
+	       .exit_task = (void *)lab_exit_task,
+	       .dump = (void *)lab_dump,
+	       .init = (void *)lab_init,
 	       .exit = (void *)lab_exit,
+	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED,
 	       .name = "eevdf_lab");
