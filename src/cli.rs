@@ -2,7 +2,7 @@
 
 use crate::control::Control;
 use crate::features::{self, FeatureSet, Mirror, Tunables};
-use crate::{kernel, sched};
+use crate::{kernel, sched, stats};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -48,6 +48,18 @@ pub struct DaemonArgs {
     /// Size of the debug dump printed when the scheduler exits with an error (0 = kernel default).
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,
+
+    /// Run the scheduler and print its stats every SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub stats: Option<f64>,
+
+    /// Do not run the scheduler: print the running one's stats every SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub monitor: Option<f64>,
+
+    /// Describe every stats field and exit.
+    #[arg(long)]
+    pub help_stats: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -70,6 +82,24 @@ pub enum Cmd {
     },
     /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF.
     DiffKernel,
+    /// Print the running scheduler's stats (decision counters per interval, queues) until Ctrl-C.
+    Monitor(MonitorArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MonitorArgs {
+    /// Seconds between samples.
+    #[arg(default_value_t = 1.0)]
+    pub interval: f64,
+    /// One JSON object per sample.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many samples (the first one covers the time since attach).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Print only these counters' values, space-separated, one line per sample.
+    #[arg(long = "field", value_name = "NAME")]
+    pub fields: Vec<String>,
 }
 
 fn features_help() -> String {
@@ -103,6 +133,16 @@ fn tunables_help() -> String {
 
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
+        None if cli.daemon.help_stats => stats::describe()?,
+        None if cli.daemon.monitor.is_some() => {
+            let secs = cli.daemon.monitor.unwrap_or(1.0);
+            monitor(&MonitorArgs {
+                interval: secs,
+                json: false,
+                count: None,
+                fields: vec![],
+            })?;
+        }
         None => {
             let start = start_knobs(&cli.daemon)?;
             sched::run(&sched::RunOpts {
@@ -110,8 +150,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 verbose: cli.verbose,
                 features: start.0,
                 tunables: start.1,
+                stats_interval: cli.daemon.stats,
             })?;
         }
+        Some(Cmd::Monitor(args)) => monitor(&args)?,
         Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
@@ -122,6 +164,22 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn monitor(args: &MonitorArgs) -> Result<()> {
+    if !(args.interval > 0.0) {
+        bail!("the interval must be positive, got {}", args.interval);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed))?;
+    stats::monitor(
+        std::time::Duration::from_secs_f64(args.interval),
+        args.json,
+        args.count,
+        &args.fields,
+        || stop.load(std::sync::atomic::Ordering::Relaxed),
+    )
 }
 
 pub fn online_cpus() -> u64 {

@@ -5,12 +5,14 @@ mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod control;
+mod eevdf;
 #[cfg(test)]
 mod eevdf_tests;
 mod features;
 mod kernel;
 mod preflight;
 mod sched;
+mod stats;
 mod sysfs;
 
 use clap::Parser;

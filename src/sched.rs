@@ -3,15 +3,21 @@
 
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{self, Knobs};
+use crate::eevdf::ffi;
 use crate::features::{FeatureSet, Tunables};
-use anyhow::{Context, Result};
-use libbpf_rs::OpenObject;
-use log::info;
+use crate::stats::{self, Metrics};
+use anyhow::{Context, Result, bail};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_stats::prelude::StatsServer;
 use scx_utils::{UserExitInfo, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use std::time::Instant;
 
 /// Options of a scheduler run.
 #[derive(Debug, Clone)]
@@ -20,6 +26,59 @@ pub struct RunOpts {
     pub verbose: bool,
     pub features: FeatureSet,
     pub tunables: Tunables,
+    /// Print the stats every this many seconds while running.
+    pub stats_interval: Option<f64>,
+}
+
+/// The entity pool, mapped read-only (the stats read the running entities' vruntime from it).
+struct PoolView {
+    ptr: *const ffi::lab_pool,
+    len: usize,
+}
+
+impl PoolView {
+    fn map(map: &libbpf_rs::MapMut) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let len = std::mem::size_of::<ffi::lab_pool>();
+        let fd = map.as_fd().as_raw_fd();
+        // SAFETY: a read-only shared mapping of an mmapable BPF array of exactly this size.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            bail!(
+                "cannot map the entity pool: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(PoolView {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    fn se(&self, slot: u32) -> ffi::lab_se {
+        // SAFETY: the mapping holds LAB_NR_SLOTS entities; read with a volatile copy because
+        // the BPF side writes concurrently (a torn read only makes one sample imprecise).
+        unsafe {
+            let base = std::ptr::addr_of!((*self.ptr).se).cast::<ffi::lab_se>();
+            std::ptr::read_volatile(base.add((slot & (ffi::lab_consts_LAB_NR_SLOTS - 1)) as usize))
+        }
+    }
+}
+
+impl Drop for PoolView {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what map() mapped.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
 }
 
 pub struct Scheduler<'a> {
@@ -27,6 +86,10 @@ pub struct Scheduler<'a> {
     struct_ops: Option<libbpf_rs::Link>,
     /// The knobs last seen, for the change log.
     knobs: Knobs,
+    pool: PoolView,
+    stats_server: StatsServer<(), Metrics>,
+    attached_at: Instant,
+    nr_cpus: usize,
 }
 
 impl<'a> Scheduler<'a> {
@@ -73,11 +136,50 @@ impl<'a> Scheduler<'a> {
         );
         info!("features: {}", knobs.features.to_line().trim_end());
         info!("tunables: {}", knobs.tunables.to_assignments().join(" "));
+        let pool = PoolView::map(&skel.maps.lab_pool_map)?;
+        let stats_server = StatsServer::new(stats::server_data())
+            .launch()
+            .context("cannot start the stats server")?;
+        let nr_cpus = libbpf_rs::num_possible_cpus()?.min(ffi::lab_consts_LAB_MAX_CPUS as usize);
         Ok(Self {
             skel,
             struct_ops,
             knobs,
+            pool,
+            stats_server,
+            attached_at: Instant::now(),
+            nr_cpus,
         })
+    }
+
+    /// The counters since attach and every CPU's queue now.
+    fn metrics(&self) -> Metrics {
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        let rows: Vec<Vec<u64>> = bss
+            .lab_stats
+            .iter()
+            .take(self.nr_cpus)
+            .map(|r| r.to_vec())
+            .collect();
+        let mut cpus = BTreeMap::new();
+        for cpu in 0..self.nr_cpus {
+            let key = (cpu as u32).to_ne_bytes();
+            let Ok(Some(bytes)) = self.skel.maps.lab_rqs.lookup(&key, MapFlags::ANY) else {
+                continue;
+            };
+            if bytes.len() < std::mem::size_of::<ffi::lab_rq>() {
+                continue;
+            }
+            // SAFETY: the value is a struct lab_rq (checked size); plain old data.
+            let rq: ffi::lab_rq = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
+            let cfs = rq.cfs;
+            let curr = (cfs.curr != 0)
+                .then(|| self.pool.se(cfs.curr))
+                .filter(|se| se.on_rq != 0)
+                .map(|se| (se.vruntime, se.weight));
+            cpus.insert(cpu, stats::queue_state(&cfs, curr));
+        }
+        Metrics::from_rows(&rows, cpus, self.attached_at.elapsed().as_secs_f64())
     }
 
     /// Logs every change a CLI writer made since the last look.
@@ -106,9 +208,21 @@ impl<'a> Scheduler<'a> {
 
     /// Runs until `shutdown` is set or the kernel ejects the scheduler; then detaches.
     pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
+        let (res_ch, req_ch) = self.stats_server.channels();
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            match req_ch.recv_timeout(Duration::from_millis(100)) {
+                Ok(()) => res_ch.send(self.metrics())?,
+                Err(crossbeam::channel::RecvTimeoutError::Timeout) => {}
+                Err(e) => warn!("stats channel: {e}"),
+            }
             self.log_knob_changes();
-            std::thread::sleep(Duration::from_millis(100));
+        }
+        let bss = self.skel.maps.bss_data.as_ref().unwrap();
+        if bss.nr_alloc_fail > 0 {
+            warn!(
+                "{} tasks could not get an entity slot (the pool is full)",
+                bss.nr_alloc_fail
+            );
         }
         self.struct_ops.take();
         control::unpin();
@@ -162,6 +276,16 @@ pub fn run(opts: &RunOpts) -> Result<()> {
     let s = shutdown.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
         .context("cannot install the SIGINT/SIGTERM handler")?;
+    if let Some(secs) = opts.stats_interval {
+        let s = shutdown.clone();
+        std::thread::spawn(move || {
+            let interval = Duration::from_secs_f64(secs);
+            if let Err(e) = stats::monitor(interval, false, None, &[], || s.load(Ordering::Relaxed))
+            {
+                warn!("stats: {e:#}");
+            }
+        });
+    }
 
     let mut knobs = Knobs {
         seq: 1,

@@ -103,6 +103,13 @@ struct lab_cfs {
 	u64 nr_overflow;	/* times a sum overflowed (the kernel WARNs) */
 };
 
+/* One CPU's queue in the BPF scheduler: the EEVDF state behind its lock. */
+struct lab_rq {
+	struct bpf_spin_lock lock;
+	u32 kicked;		/* a reschedule we asked for is pending (need_resched) */
+	struct lab_cfs cfs;
+};
+
 #define SE(pool, i) (&(pool)->se[(i) & LAB_SLOT_MASK])
 
 LAB_INLINE u64 lab_min_u64(u64 a, u64 b) { return a < b ? a : b; }
@@ -1156,10 +1163,13 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 	u32 curr_n = curr ? cfs->curr : 0, best = 0, node, visited = 0, leftmost;
 	int i;
 
+	lab_count(st, LAB_ST_PICK);
 	leftmost = rb_first(cfs, pool);
 	if (cfs->nr_queued == 1) {
-		if (curr_n)
+		if (curr_n) {
+			lab_count(st, LAB_ST_PICK_CURR);
 			return curr_n;
+		}
 		return leftmost;
 	}
 	if (sched_feat(p, PICK_BUDDY) && protect && cfs->next &&
@@ -1171,6 +1181,7 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 		curr_n = 0;
 	if (curr_n && protect && protect_slice(curr)) {
 		lab_count(st, LAB_ST_PICK_PROTECTED);
+		lab_count(st, LAB_ST_PICK_CURR);
 		return curr_n;
 	}
 
@@ -1211,6 +1222,8 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 		best = curr_n;
 	if (!best)
 		lab_count(st, LAB_ST_PICK_NONE);
+	else if (best == curr_n)
+		lab_count(st, LAB_ST_PICK_CURR);
 	return best;
 }
 

@@ -70,16 +70,19 @@ enum lab_feat {
  * describes each; keep the two in the same order.
  */
 enum lab_stat {
-	/* picks (pick_eevdf) */
-	LAB_ST_PICK,			/* picks made for a dispatch */
-	LAB_ST_PICK_CURR,		/* the pick kept the running task */
+	/* dispatch decisions */
+	LAB_ST_DISPATCH,		/* ops.dispatch picks */
+	LAB_ST_DISPATCH_KEEP,		/* ... that kept the running task (its slice refilled) */
+	LAB_ST_DISPATCH_MISS,		/* ... whose task could not be inserted (gone, not allowed) */
+	/* picks (pick_eevdf(), for dispatch and for wakeup preemption) */
+	LAB_ST_PICK,			/* pick_eevdf() calls */
+	LAB_ST_PICK_CURR,		/* the pick returned the running entity */
 	LAB_ST_PICK_PROTECTED,		/* ... because its slice was protected (RUN_TO_PARITY) */
 	LAB_ST_PICK_BUDDY,		/* the next buddy was picked (PICK_BUDDY) */
 	LAB_ST_PICK_LEFTMOST,		/* the earliest deadline was eligible */
 	LAB_ST_PICK_SEARCH,		/* the tree had to be searched for an eligible entity */
 	LAB_ST_PICK_NONE,		/* nothing eligible: the queue held only ghosts or was empty */
 	LAB_ST_SCAN_NODES,		/* tree nodes visited by the searches */
-	LAB_ST_SCAN_SKIPPED,		/* ineligible entities with an earlier deadline than the pick */
 	LAB_ST_SCAN_LEN_1,		/* searches that visited 1 node */
 	LAB_ST_SCAN_LEN_2,		/* 2 nodes */
 	LAB_ST_SCAN_LEN_4,		/* 3-4 nodes */

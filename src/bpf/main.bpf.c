@@ -49,13 +49,7 @@ struct {
 	__type(value, struct lab_knobs);
 } lab_knobs SEC(".maps");
 
-/* One EEVDF queue per CPU, each with its lock. */
-struct lab_rq {
-	struct bpf_spin_lock lock;
-	u32 kicked;		/* a reschedule we asked for is pending (need_resched) */
-	struct lab_cfs cfs;
-};
-
+/* One EEVDF queue per CPU (struct lab_rq, in eevdf.h), each with its lock. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, LAB_MAX_CPUS);
@@ -63,9 +57,11 @@ struct {
 	__type(value, struct lab_rq);
 } lab_rqs SEC(".maps");
 
-/* The entities, one slot per task (struct lab_pool is a few MiB: one array element). */
+/* The entities, one slot per task (struct lab_pool is a few MiB: one array element). User space
+ * maps it read-only for the stats. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, struct lab_pool);
@@ -133,8 +129,6 @@ extern const void jiffies_64 __ksym;	/* untyped: not in the kernel's BTF */
 
 /* Slot allocation failures (the pool is full). */
 u64 nr_alloc_fail;
-/* Picks that could not be dispatched (the task was gone or not allowed on the CPU). */
-u64 nr_dispatch_miss;
 
 /* ---------------------------------------------------------------------------------------------
  * Lookups
@@ -489,10 +483,10 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	if (n) {
 		struct lab_se *se = SE(pool, n);
 
-		lab_count(st, LAB_ST_PICK);
+		lab_count(st, LAB_ST_DISPATCH);
 		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
 			keep = true;
-			lab_count(st, LAB_ST_PICK_CURR);
+			lab_count(st, LAB_ST_DISPATCH_KEEP);
 		} else if (se->custody) {
 			se->custody = 0;
 			slot = n;
@@ -511,7 +505,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 	} else {
 		/* Give the entity back to the queue's custody and try again shortly. */
-		__sync_fetch_and_add(&nr_dispatch_miss, 1);
+		stat_inc(LAB_ST_DISPATCH_MISS);
 		bpf_spin_lock(&rq->lock);
 		if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu)
 			SE(pool, slot)->custody = 1;

@@ -1,0 +1,473 @@
+//! The scheduler's decision counters and queue states, served the scx way: a scx_stats server in
+//! the daemon (`/var/run/scx/root/stats`), `--stats` (run and print), `monitor` (client only),
+//! `--help-stats` (what each field means).
+//!
+//! The BPF side counts per CPU in `lab_stats` (enum lab_stat in src/bpf/intf.h); this module
+//! names those counters, sums them over CPUs and turns two samples into a per-interval delta.
+
+use crate::eevdf::ffi;
+use anyhow::{Context, Result, bail};
+use scx_stats::prelude::*;
+use scx_stats_derive::{Stats, stat_doc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+/// One CPU's EEVDF queue at the moment of the sample.
+#[stat_doc]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "one CPU's EEVDF queue")]
+pub struct CpuQueue {
+    #[stat(desc = "V, the queue's weighted average vruntime (ns of virtual time)")]
+    pub avg_vruntime: u64,
+    #[stat(desc = "entities on the queue, the running one and ghosts included")]
+    pub nr_queued: u64,
+    #[stat(desc = "ghosts: sleepers kept queued by DELAY_DEQUEUE")]
+    pub nr_delayed: u64,
+    #[stat(desc = "sum of the queued weights outside the running entity (nice 0 = 1024)")]
+    pub sum_weight: u64,
+}
+
+/// Everything the scheduler counts, as a delta over the sampling interval (the first sample a
+/// client gets covers the time since attach).
+#[stat_doc]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[serde(default)]
+#[stat(top)]
+pub struct Metrics {
+    #[stat(desc = "seconds covered by this sample")]
+    pub interval_s: f64,
+    #[stat(desc = "ops.dispatch picks")]
+    pub dispatches: u64,
+    #[stat(desc = "dispatch picks that kept the running task (its slice refilled)")]
+    pub dispatch_keep: u64,
+    #[stat(desc = "dispatch picks whose task could not be inserted (gone, or not allowed there)")]
+    pub dispatch_miss: u64,
+    #[stat(desc = "pick_eevdf() calls, for dispatch and for wakeup preemption")]
+    pub picks: u64,
+    #[stat(desc = "picks that returned the running entity")]
+    pub pick_curr: u64,
+    #[stat(
+        desc = "picks that kept the running task because its slice was protected (RUN_TO_PARITY)"
+    )]
+    pub pick_protected: u64,
+    #[stat(desc = "picks of the next buddy (PICK_BUDDY)")]
+    pub pick_buddy: u64,
+    #[stat(desc = "picks where the earliest deadline was eligible")]
+    pub pick_leftmost: u64,
+    #[stat(desc = "picks that searched the tree for the earliest eligible deadline")]
+    pub pick_search: u64,
+    #[stat(desc = "picks that found nothing eligible (only ghosts, or an empty queue)")]
+    pub pick_none: u64,
+    #[stat(desc = "tree nodes visited by the searches")]
+    pub scan_nodes: u64,
+    #[stat(desc = "searches that visited 1 node")]
+    pub scan_len_1: u64,
+    #[stat(desc = "searches that visited 2 nodes")]
+    pub scan_len_2: u64,
+    #[stat(desc = "searches that visited 3-4 nodes")]
+    pub scan_len_4: u64,
+    #[stat(desc = "searches that visited 5-8 nodes")]
+    pub scan_len_8: u64,
+    #[stat(desc = "searches that visited more than 8 nodes")]
+    pub scan_len_more: u64,
+    #[stat(desc = "wakeup preemptions: the wakee won the pick against the running task")]
+    pub preempt_wakeup: u64,
+    #[stat(desc = "wakeup preemptions by a shorter-slice wakee (PREEMPT_SHORT)")]
+    pub preempt_short: u64,
+    #[stat(desc = "wakeup preemptions of a SCHED_IDLE task by a non-idle one")]
+    pub preempt_idle: u64,
+    #[stat(desc = "wakeup preemptions forced by NEXT_BUDDY with WF_SYNC")]
+    pub preempt_sync: u64,
+    #[stat(desc = "reschedules at the tick: the request ran out (new deadline)")]
+    pub preempt_tick_deadline: u64,
+    #[stat(desc = "reschedules at the tick: the slice protection ended")]
+    pub preempt_tick_protect: u64,
+    #[stat(desc = "reschedules by the hrtick timer at a deadline (HRTICK)")]
+    pub preempt_hrtick: u64,
+    #[stat(desc = "wakeup preemption checks that kept the running task")]
+    pub wakeup_no_preempt: u64,
+    #[stat(desc = "failed wakeup preemptions that shrank the running task's protection")]
+    pub protect_update: u64,
+    #[stat(desc = "new requests issued by update_deadline()")]
+    pub deadline_new: u64,
+    #[stat(desc = "new tasks placed (half-slice deadline with PLACE_DEADLINE_INITIAL)")]
+    pub place_initial: u64,
+    #[stat(desc = "placements with positive lag (credit)")]
+    pub place_lag_pos: u64,
+    #[stat(desc = "placements with negative lag")]
+    pub place_lag_neg: u64,
+    #[stat(desc = "placements at V (zero lag)")]
+    pub place_lag_zero: u64,
+    #[stat(desc = "placements that restored a relative deadline (PLACE_REL_DEADLINE)")]
+    pub place_rel_deadline: u64,
+    #[stat(desc = "ghosts created: ineligible sleepers kept queued (DELAY_DEQUEUE)")]
+    pub ghost_created: u64,
+    #[stat(desc = "ghosts finalized because a pick selected them")]
+    pub ghost_picked: u64,
+    #[stat(desc = "ghosts that woke up and requeued on their CPU")]
+    pub ghost_requeued: u64,
+    #[stat(desc = "requeued ghosts whose lag changed, so they were re-placed")]
+    pub ghost_requeue_moved: u64,
+    #[stat(desc = "ghosts that woke up with positive lag (only without DELAY_ZERO)")]
+    pub ghost_requeue_pos: u64,
+    #[stat(desc = "ghosts finalized on exit, affinity change or a cold wakeup")]
+    pub ghost_finalized_other: u64,
+    #[stat(desc = "weight changes of queued entities")]
+    pub reweight: u64,
+    #[stat(desc = "yields that forfeited the rest of the request")]
+    pub yields: u64,
+    #[stat(desc = "overflows of the V sums (the kernel WARNs)")]
+    pub sum_overflow: u64,
+    #[stat(desc = "PARANOID_AVG rebuilds of the V sums")]
+    pub paranoid_rebuild: u64,
+    #[stat(desc = "per-CPU queues at the time of the sample")]
+    pub cpus: BTreeMap<usize, CpuQueue>,
+}
+
+/// The counter fields of [`Metrics`] in enum lab_stat order.
+pub const COUNTERS: &[&str] = &[
+    "dispatches",
+    "dispatch_keep",
+    "dispatch_miss",
+    "picks",
+    "pick_curr",
+    "pick_protected",
+    "pick_buddy",
+    "pick_leftmost",
+    "pick_search",
+    "pick_none",
+    "scan_nodes",
+    "scan_len_1",
+    "scan_len_2",
+    "scan_len_4",
+    "scan_len_8",
+    "scan_len_more",
+    "preempt_wakeup",
+    "preempt_short",
+    "preempt_idle",
+    "preempt_sync",
+    "preempt_tick_deadline",
+    "preempt_tick_protect",
+    "preempt_hrtick",
+    "wakeup_no_preempt",
+    "protect_update",
+    "deadline_new",
+    "place_initial",
+    "place_lag_pos",
+    "place_lag_neg",
+    "place_lag_zero",
+    "place_rel_deadline",
+    "ghost_created",
+    "ghost_picked",
+    "ghost_requeued",
+    "ghost_requeue_moved",
+    "ghost_requeue_pos",
+    "ghost_finalized_other",
+    "reweight",
+    "yields",
+    "sum_overflow",
+    "paranoid_rebuild",
+];
+
+impl Metrics {
+    /// Builds the counters from per-CPU rows (summed) and the queue states.
+    pub fn from_rows(rows: &[Vec<u64>], cpus: BTreeMap<usize, CpuQueue>, interval_s: f64) -> Self {
+        let mut sum = vec![0u64; COUNTERS.len()];
+        for row in rows {
+            for (s, v) in sum.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        let mut json = serde_json::Map::new();
+        for (name, v) in COUNTERS.iter().zip(&sum) {
+            json.insert(name.to_string(), (*v).into());
+        }
+        let mut m: Metrics =
+            serde_json::from_value(serde_json::Value::Object(json)).unwrap_or_default();
+        m.cpus = cpus;
+        m.interval_s = interval_s;
+        m
+    }
+
+    /// A counter by its field name.
+    pub fn counter(&self, name: &str) -> Option<u64> {
+        serde_json::to_value(self).ok()?.get(name)?.as_u64()
+    }
+
+    pub fn format<W: Write>(&self, w: &mut W) -> Result<()> {
+        let pct = |a: u64, b: u64| {
+            if b == 0 {
+                0.0
+            } else {
+                100.0 * a as f64 / b as f64
+            }
+        };
+        let searches = self.pick_search.max(1);
+        writeln!(
+            w,
+            "dispatch {:>8}  kept running {:.1}%  missed {}",
+            self.dispatches,
+            pct(self.dispatch_keep, self.dispatches),
+            self.dispatch_miss
+        )?;
+        writeln!(
+            w,
+            "picks {:>8}  curr {:.1}% (protected {:.1}%)  buddy {:.1}%  leftmost {:.1}%  search {:.1}%  none {}",
+            self.picks,
+            pct(self.pick_curr, self.picks),
+            pct(self.pick_protected, self.picks),
+            pct(self.pick_buddy, self.picks),
+            pct(self.pick_leftmost, self.picks),
+            pct(self.pick_search, self.picks),
+            self.pick_none
+        )?;
+        writeln!(
+            w,
+            "search  nodes/search {:.2}  lengths 1:{} 2:{} 3-4:{} 5-8:{} >8:{}",
+            self.scan_nodes as f64 / searches as f64,
+            self.scan_len_1,
+            self.scan_len_2,
+            self.scan_len_4,
+            self.scan_len_8,
+            self.scan_len_more
+        )?;
+        writeln!(
+            w,
+            "preempt wakeup {} short {} idle {} sync {} | tick: deadline {} protect {} | hrtick {} | kept {} (protection trimmed {})",
+            self.preempt_wakeup,
+            self.preempt_short,
+            self.preempt_idle,
+            self.preempt_sync,
+            self.preempt_tick_deadline,
+            self.preempt_tick_protect,
+            self.preempt_hrtick,
+            self.wakeup_no_preempt,
+            self.protect_update
+        )?;
+        writeln!(
+            w,
+            "place   new {} lag+ {} lag- {} lag0 {} rel-deadline {} | new requests {}",
+            self.place_initial,
+            self.place_lag_pos,
+            self.place_lag_neg,
+            self.place_lag_zero,
+            self.place_rel_deadline,
+            self.deadline_new
+        )?;
+        writeln!(
+            w,
+            "ghosts  created {} picked {} requeued {} (re-placed {}, +lag {}) other {} | reweight {} yield {} overflow {}",
+            self.ghost_created,
+            self.ghost_picked,
+            self.ghost_requeued,
+            self.ghost_requeue_moved,
+            self.ghost_requeue_pos,
+            self.ghost_finalized_other,
+            self.reweight,
+            self.yields,
+            self.sum_overflow
+        )?;
+        for (cpu, q) in &self.cpus {
+            writeln!(
+                w,
+                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}",
+                q.avg_vruntime, q.nr_queued, q.nr_delayed, q.sum_weight
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// V of a queue read from user space (no re-centring; floor division like avg_vruntime()).
+pub fn queue_state(cfs: &ffi::lab_cfs, curr: Option<(u64, u32)>) -> CpuQueue {
+    let (mut s, mut w) = (cfs.sum_w_vruntime as i128, cfs.sum_weight as i128);
+    if let Some((v, wt)) = curr {
+        s += (v.wrapping_sub(cfs.zero_vruntime) as i64 as i128) * wt as i128;
+        w += wt as i128;
+    }
+    let avg = if w > 0 {
+        cfs.zero_vruntime
+            .wrapping_add(s.div_euclid(w) as i64 as u64)
+    } else {
+        cfs.zero_vruntime
+    };
+    CpuQueue {
+        avg_vruntime: avg,
+        nr_queued: cfs.nr_queued as u64,
+        nr_delayed: cfs.nr_delayed as u64,
+        sum_weight: cfs.sum_weight,
+    }
+}
+
+/// The stats server's data: metadata and the "top" reader, which asks the daemon's run loop for
+/// fresh counters over the channel and returns the delta since this client's previous request.
+pub fn server_data() -> StatsServerData<(), Metrics> {
+    let open: Box<dyn StatsOpener<(), Metrics>> = Box::new(move |(req_ch, res_ch)| {
+        let mut prev: Option<Metrics> = None;
+        let read: Box<dyn StatsReader<(), Metrics>> = Box::new(move |_args, (req_ch, res_ch)| {
+            req_ch.send(())?;
+            let now = res_ch.recv()?;
+            let out = match &prev {
+                Some(p) => delta(&now, p),
+                None => now.clone(),
+            };
+            prev = Some(now);
+            out.to_json()
+        });
+        let _ = (req_ch, res_ch);
+        Ok(read)
+    });
+    StatsServerData::new()
+        .add_meta(Metrics::meta())
+        .add_meta(CpuQueue::meta())
+        .add_ops("top", StatsOps { open, close: None })
+}
+
+/// `now - prev` for the counters; queue states and the interval as of `now`.
+pub fn delta(now: &Metrics, prev: &Metrics) -> Metrics {
+    let a = serde_json::to_value(now).unwrap_or_default();
+    let b = serde_json::to_value(prev).unwrap_or_default();
+    let mut json = serde_json::Map::new();
+    for name in COUNTERS {
+        let x = a.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
+        let y = b.get(name).and_then(|v| v.as_u64()).unwrap_or(0);
+        json.insert(name.to_string(), x.saturating_sub(y).into());
+    }
+    let mut m: Metrics =
+        serde_json::from_value(serde_json::Value::Object(json)).unwrap_or_default();
+    m.cpus = now.cpus.clone();
+    m.interval_s = (now.interval_s - prev.interval_s).max(0.0);
+    m
+}
+
+/// `--help-stats`: every field and what it means.
+pub fn describe() -> Result<()> {
+    server_data().describe_meta(&mut std::io::stdout(), None)
+}
+
+/// Client side of `monitor`/`--monitor`/`--stats`: print a sample every `interval` until
+/// `should_exit`, or `count` samples. With `fields`, print only those counters' values.
+pub fn monitor(
+    interval: Duration,
+    json: bool,
+    count: Option<u64>,
+    fields: &[String],
+    mut should_exit: impl FnMut() -> bool,
+) -> Result<()> {
+    for f in fields {
+        if !COUNTERS.contains(&f.as_str()) && f != "interval_s" {
+            bail!("unknown stats field {f:?}; fields: {}", COUNTERS.join(" "));
+        }
+    }
+    let n = std::cell::Cell::new(0u64);
+    let mut first = true;
+    scx_utils::monitor_stats::<Metrics>(
+        &[],
+        interval,
+        || should_exit() || count.is_some_and(|c| n.get() >= c),
+        |m| {
+            n.set(n.get() + 1);
+            let mut out = std::io::stdout().lock();
+            if !fields.is_empty() {
+                let vals: Vec<String> = fields
+                    .iter()
+                    .map(|f| {
+                        m.counter(f)
+                            .map(|v| v.to_string())
+                            .unwrap_or_else(|| m.interval_s.to_string())
+                    })
+                    .collect();
+                writeln!(out, "{}", vals.join(" "))?;
+            } else if json {
+                writeln!(out, "{}", serde_json::to_string(&m)?)?;
+            } else {
+                if !first {
+                    writeln!(out)?;
+                }
+                m.format(&mut out)?;
+            }
+            first = false;
+            Ok(())
+        },
+    )
+    .context("stats client")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_names_match_the_bpf_enum() {
+        assert_eq!(COUNTERS.len(), ffi::lab_stat_LAB_NR_STATS as usize);
+        // Every name is a field of Metrics (and nothing else is a u64 counter).
+        let m = serde_json::to_value(Metrics::default()).unwrap();
+        for c in COUNTERS {
+            assert!(m.get(c).is_some(), "{c}");
+        }
+        assert_eq!(
+            ffi::lab_stat_LAB_ST_PREEMPT_WAKEUP as usize,
+            COUNTERS
+                .iter()
+                .position(|c| *c == "preempt_wakeup")
+                .unwrap()
+        );
+        assert_eq!(
+            ffi::lab_stat_LAB_ST_GHOST_REQUEUE_POS as usize,
+            COUNTERS
+                .iter()
+                .position(|c| *c == "ghost_requeue_pos")
+                .unwrap()
+        );
+        assert_eq!(
+            ffi::lab_stat_LAB_ST_PARANOID_REBUILD as usize,
+            COUNTERS.len() - 1
+        );
+    }
+
+    #[test]
+    fn rows_sum_and_deltas_subtract() {
+        let mut r0 = vec![0u64; COUNTERS.len()];
+        let mut r1 = vec![0u64; COUNTERS.len()];
+        r0[3] = 5;
+        r1[3] = 7;
+        r1[16] = 3;
+        let mut cpus = BTreeMap::new();
+        cpus.insert(
+            0,
+            CpuQueue {
+                nr_queued: 2,
+                ..Default::default()
+            },
+        );
+        let a = Metrics::from_rows(&[r0.clone(), r1.clone()], cpus, 1.0);
+        assert_eq!(a.cpus[&0].nr_queued, 2);
+        assert_eq!(a.picks, 12);
+        assert_eq!(a.preempt_wakeup, 3);
+        r0[3] = 10;
+        let b = Metrics::from_rows(&[r0, r1], BTreeMap::new(), 3.0);
+        let d = delta(&b, &a);
+        assert_eq!(d.picks, 5);
+        assert_eq!(d.preempt_wakeup, 0);
+        assert_eq!(d.interval_s, 2.0);
+        let mut s = Vec::new();
+        d.format(&mut s).unwrap();
+        assert!(String::from_utf8(s).unwrap().contains("picks"));
+    }
+
+    #[test]
+    fn v_is_read_like_avg_vruntime() {
+        let cfs = ffi::lab_cfs {
+            zero_vruntime: 1000,
+            sum_w_vruntime: -3,
+            sum_weight: 2,
+            ..Default::default()
+        };
+        // floor(-3 / 2) = -2
+        assert_eq!(queue_state(&cfs, None).avg_vruntime, 998);
+        // curr at 1010 with weight 2: (-3 + 20) / 4 = 4
+        assert_eq!(queue_state(&cfs, Some((1010, 2))).avg_vruntime, 1004);
+    }
+}
