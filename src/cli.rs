@@ -70,6 +70,11 @@ pub enum Cmd {
     },
     /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF.
     DiffKernel,
+    /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
+    Bench(crate::bench::BenchArgs),
+    /// One task of a bench workload in --processes mode (started by `bench`).
+    #[command(hide = true)]
+    Worker(crate::bench::workloads::WorkerArgs),
 }
 
 fn features_help() -> String {
@@ -115,6 +120,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
+        Some(Cmd::Bench(args)) => return crate::bench::run(args),
+        Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::DiffKernel) => {
             if !cmd_diff_kernel()? {
                 return Ok(ExitCode::from(1));
