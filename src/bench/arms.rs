@@ -397,6 +397,9 @@ impl Runner {
             }
             ArmKind::Eevdf => unreachable!("eevdf arms attach nothing"),
         };
+        // The kernel bumps enable_seq once the scheduler is fully enabled, which may be read a
+        // moment after `state` says enabled: wait for both.
+        let seq0 = sysfs::read_state()?.enable_seq;
         let log = File::options()
             .create(true)
             .append(true)
@@ -434,6 +437,7 @@ impl Runner {
             let st = sysfs::read_state()?;
             let ours_ready = st.is_ours() && Path::new(control::PIN_PATH).exists();
             let ready = st.is_enabled()
+                && st.enable_seq != seq0
                 && match arm.spec.kind {
                     ArmKind::Lab => ours_ready,
                     _ => true,
