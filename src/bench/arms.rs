@@ -79,13 +79,13 @@ impl ArmSpec {
             .map(String::from)
             .collect();
         let parsed = features::parse_tokens(&features).with_context(|| format!("arm {s:?}"))?;
-        if kind == ArmKind::Eevdf {
-            if let Some((f, _)) = parsed.iter().find(|(f, _)| !f.in_kernel) {
-                bail!(
-                    "arm {s:?}: {} is a lab knob, not a kernel feature; it only applies to lab arms",
-                    f.name
-                );
-            }
+        if kind == ArmKind::Eevdf
+            && let Some((f, _)) = parsed.iter().find(|(f, _)| !f.in_kernel)
+        {
+            bail!(
+                "arm {s:?}: {} is a lab knob, not a kernel feature; it only applies to lab arms",
+                f.name
+            );
         }
         let tunables: Vec<String> = tun
             .split(',')
@@ -351,13 +351,13 @@ impl Runner {
 
     /// Forgets a scheduler process that exited by itself (it is reported by check()).
     fn reap_exited(&mut self) {
-        if let Some(s) = self.sched.as_mut() {
-            if let Ok(Some(st)) = s.child.try_wait() {
-                log::warn!("the scheduler of arm {} exited ({st})", s.arm);
-                self.sched = None;
-                self.current = None;
-                let _ = wait_state("disabled", DETACH_TIMEOUT);
-            }
+        if let Some(s) = self.sched.as_mut()
+            && let Ok(Some(st)) = s.child.try_wait()
+        {
+            log::warn!("the scheduler of arm {} exited ({st})", s.arm);
+            self.sched = None;
+            self.current = None;
+            let _ = wait_state("disabled", DETACH_TIMEOUT);
         }
     }
 
@@ -514,14 +514,14 @@ impl Runner {
         let st = sysfs::read_state().ok();
         match &arm.spec.kind {
             ArmKind::Eevdf => {
-                if let Some(st) = &st {
-                    if st.state != "disabled" {
-                        bad.push(format!(
-                            "sched_ext is {} ({}) during a built-in EEVDF run",
-                            st.state,
-                            st.ops.as_deref().unwrap_or("?")
-                        ));
-                    }
+                if let Some(st) = &st
+                    && st.state != "disabled"
+                {
+                    bad.push(format!(
+                        "sched_ext is {} ({}) during a built-in EEVDF run",
+                        st.state,
+                        st.ops.as_deref().unwrap_or("?")
+                    ));
                 }
                 if self.guard.is_some() || !arm.spec.features.is_empty() {
                     match KnobSnapshot::read() {
@@ -573,13 +573,13 @@ impl Runner {
                                 st.enable_seq
                             ));
                         }
-                        if let Some(ops) = want_ops {
-                            if st.ops.as_deref() != Some(ops.as_str()) {
-                                bad.push(format!(
-                                    "the attached scheduler is {} instead of {ops}",
-                                    st.ops.as_deref().unwrap_or("none")
-                                ));
-                            }
+                        if let Some(ops) = want_ops
+                            && st.ops.as_deref() != Some(ops.as_str())
+                        {
+                            bad.push(format!(
+                                "the attached scheduler is {} instead of {ops}",
+                                st.ops.as_deref().unwrap_or("none")
+                            ));
                         }
                     }
                 }
@@ -628,21 +628,21 @@ impl Runner {
         if let Err(e) = self.detach() {
             errors.push(format!("detaching: {e:#}"));
         }
-        if let Some((k, _)) = self.adopted.take() {
-            if let Err(e) = Control::open().and_then(|c| {
+        if let Some((k, _)) = self.adopted.take()
+            && let Err(e) = Control::open().and_then(|c| {
                 c.update(|now| {
                     now.features = k.features;
                     now.tunables = k.tunables;
                     Ok(())
                 })
-            }) {
-                errors.push(format!("restoring the running lab's knobs: {e:#}"));
-            }
+            })
+        {
+            errors.push(format!("restoring the running lab's knobs: {e:#}"));
         }
-        if let Some(g) = self.guard.as_mut() {
-            if let Err(e) = g.restore() {
-                errors.push(format!("{e:#}"));
-            }
+        if let Some(g) = self.guard.as_mut()
+            && let Err(e) = g.restore()
+        {
+            errors.push(format!("{e:#}"));
         }
         errors
     }

@@ -86,20 +86,20 @@ fn topology() -> Topology {
         let t = format!("/sys/devices/system/cpu/cpu{c}/topology");
         let num = |f: &str| read(format!("{t}/{f}")).and_then(|v| v.parse().ok());
         cores.insert(c, (num("physical_package_id"), num("core_id")));
-        if let Some(s) = read(format!("{t}/thread_siblings_list")) {
-            if !smt.contains(&s) {
-                smt.push(s);
-            }
+        if let Some(s) = read(format!("{t}/thread_siblings_list"))
+            && !smt.contains(&s)
+        {
+            smt.push(s);
         }
         // The highest cache index is the last level.
         let cache = format!("/sys/devices/system/cpu/cpu{c}/cache");
         let last = (0..8)
             .rev()
             .find_map(|i| read(format!("{cache}/index{i}/shared_cpu_list")));
-        if let Some(l) = last {
-            if !llcs.contains(&l) {
-                llcs.push(l);
-            }
+        if let Some(l) = last
+            && !llcs.contains(&l)
+        {
+            llcs.push(l);
         }
     }
     Topology {

@@ -303,6 +303,9 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "-".into())
 }
 
+/// How one footer row of the table renders an arm's counters.
+type CounterCell = Box<dyn Fn(&ArmCounters) -> String>;
+
 /// The terminal table: one block per workload, arms as columns.
 pub fn table(r: &Report) -> String {
     let mut s = String::new();
@@ -363,7 +366,7 @@ pub fn table(r: &Report) -> String {
                 .iter()
                 .find(|c| c.arm == a.label() && c.workload == wl.label)
         };
-        let footer: [(&str, Box<dyn Fn(&ArmCounters) -> String>); 5] = [
+        let footer: [(&str, CounterCell); 5] = [
             (
                 "runs valid / invalid",
                 Box::new(|c| format!("{} / {}", c.valid_runs, c.invalid_runs)),
@@ -391,7 +394,7 @@ pub fn table(r: &Report) -> String {
         for (name, f) in &footer {
             let mut row = vec![Cell::new(*name)];
             for a in &r.arms {
-                row.push(Cell::new(ctr(a).map(|c| f(c)).unwrap_or_default()));
+                row.push(Cell::new(ctr(a).map(f).unwrap_or_default()));
             }
             t.add_row(row);
         }

@@ -238,6 +238,9 @@ pub struct Comparison {
 /// Threshold above which an arm's run-to-run variation makes a comparison "noisy".
 pub const NOISY_CV: f64 = 0.05;
 
+/// The ratio new/base, Welch's test on logs, and the bootstrap interval of the ratio.
+pub type RatioTest = (f64, Option<Welch>, Option<(f64, f64)>);
+
 /// Compares `new` with `base` (p_adj, noise floor and marker are filled in by [`finish`]).
 pub fn compare(
     base: &[f64],
@@ -245,7 +248,7 @@ pub fn compare(
     kind: MeanKind,
     seed: u64,
     reps: usize,
-) -> Option<(f64, Option<Welch>, Option<(f64, f64)>)> {
+) -> Option<RatioTest> {
     if base.is_empty() || new.is_empty() {
         return None;
     }

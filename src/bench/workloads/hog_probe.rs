@@ -254,12 +254,12 @@ impl Workload for HogProbe {
         for _ in 0..nhogs {
             let (nice, errs) = (self.hog_nice, errors.clone());
             hogs.push(team.spawn_thread(move |ctl, slot| {
-                if nice != 0 {
-                    if let Err(e) = set_nice(nice) {
-                        errs.lock()
-                            .unwrap()
-                            .push(format!("cannot set nice {nice}: {e}"));
-                    }
+                if nice != 0
+                    && let Err(e) = set_nice(nice)
+                {
+                    errs.lock()
+                        .unwrap()
+                        .push(format!("cannot set nice {nice}: {e}"));
                 }
                 hog(ctl, slot)
             })?);
@@ -272,12 +272,12 @@ impl Workload for HogProbe {
                 self.slice_us * 1000,
             );
             probes.push(team.spawn_thread(move |ctl, slot| {
-                if slice > 0 {
-                    if let Err(e) = set_custom_slice(slice) {
-                        errs.lock()
-                            .unwrap()
-                            .push(format!("cannot set a {slice} ns slice: {e}"));
-                    }
+                if slice > 0
+                    && let Err(e) = set_custom_slice(slice)
+                {
+                    errs.lock()
+                        .unwrap()
+                        .push(format!("cannot set a {slice} ns slice: {e}"));
                 }
                 let mut mine = latency_histogram();
                 probe(ctl, slot, interval, work, &mut mine);

@@ -224,7 +224,7 @@ impl Workload for Weights {
         m.extra.insert("cpu".into(), serde_json::json!(cpu));
         if let Some(s) = sleeper {
             let h = hist.lock().unwrap();
-            if h.len() > 0 {
+            if !h.is_empty() {
                 m.metrics.insert("sleeper_p99_us".into(), pct_us(&h, 0.99));
             }
             m.extra
