@@ -65,7 +65,21 @@ check "the CSV and the plots are written" [ -s /tmp/b1/runs.csv ] && [ -s /tmp/b
 grep -q "<svg" /tmp/b1/messaging.svg || fail "messaging.svg is not an SVG"
 grep -q '"knobs_restored": true' /tmp/b1/bench.json || fail "the report does not say the knobs were restored"
 
-# --- 2. SIGINT while the lab is attached and a run is going on ----------------------------
+# --- 2. any sched_ext binary as an scx:PATH arm, and fidelity mode ---------------------------
+# The lab binary itself stands in for "another sched_ext scheduler" here.
+scx_eevdf_lab bench eevdf "scx:/lab/bin/scx_eevdf_lab --features NO_DELAY_ZERO" -w pingpong \
+	--quick -n 2 --seed 3 --out /tmp/b3 >/tmp/b3.out 2>/tmp/b3.err ||
+	{ tail -n 20 /tmp/b3.err; fail "the scx:PATH session failed"; }
+v=$(scx_eevdf_lab bench --validate /tmp/b3/bench.json) || fail "scx: $v"
+echo "$v" | grep -q "(4 valid measured)" || { grep -A3 "Invalid runs" /tmp/b3.out; fail "scx: $v"; }
+note "scx:PATH arm: $v"
+scx_eevdf_lab bench --fidelity DELAY_ZERO -w pingpong --quick -n 2 --seed 4 --out /tmp/b4 \
+	>/tmp/b4.out 2>/tmp/b4.err || { tail -n 20 /tmp/b4.err; fail "the fidelity session failed"; }
+grep "^fidelity DELAY_ZERO on pingpong handoffs_per_s" /tmp/b4.out || fail "no fidelity verdict: $(cat /tmp/b4.out)"
+knobs /tmp/knobs.3
+check "the knobs read back byte for byte after the scx and fidelity sessions" same_knobs /tmp/knobs.0 /tmp/knobs.3
+
+# --- 3. SIGINT while the lab is attached and a run is going on ----------------------------
 # interrupt NAME CONDITION...: start a changed-knobs session, wait for CONDITION, let a run
 # start, SIGINT the bench, then require exit 130, restored knobs and a valid partial report.
 interrupt() {
@@ -85,6 +99,7 @@ interrupt() {
 	scx_eevdf_lab bench --validate /tmp/$name/bench.json >/dev/null || fail "$name: the partial bench.json does not validate"
 	grep -q '"interrupted": true' /tmp/$name/bench.json || fail "$name: the report does not say it was interrupted"
 	grep -q "interrupted" /tmp/$name.out || fail "$name: the table does not say it was interrupted"
+	grep "^  run .*interrupted" /tmp/$name.out | head -n 2 | sed "s/^/  $name| /"
 }
 
 lab_running() { [ "$(scx_state)" = enabled ]; }
