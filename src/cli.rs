@@ -71,6 +71,7 @@ pub enum Cmd {
     /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF.
     DiffKernel,
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
+    #[command(after_help = crate::bench::ARMS_HELP)]
     Bench(crate::bench::BenchArgs),
     /// One task of a bench workload in --processes mode (started by `bench`).
     #[command(hide = true)]

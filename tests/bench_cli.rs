@@ -43,7 +43,10 @@ fn a_host_session_writes_a_valid_report() {
     assert!(out.status.success(), "{stderr}");
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("eevdf (A/A)"), "{table}");
-    assert!(table.contains("handoffs_per_s") && table.contains("msgs_per_s"), "{table}");
+    assert!(
+        table.contains("handoffs_per_s") && table.contains("msgs_per_s"),
+        "{table}"
+    );
     // No terminal: one line per run instead of a progress bar.
     assert!(stderr.contains("run   0:"), "{stderr}");
 
@@ -53,7 +56,11 @@ fn a_host_session_writes_a_valid_report() {
         .output()
         .unwrap();
     let msg = String::from_utf8_lossy(&v.stdout);
-    assert!(v.status.success(), "{msg}{}", String::from_utf8_lossy(&v.stderr));
+    assert!(
+        v.status.success(),
+        "{msg}{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
     assert!(msg.contains("2 arms, 2 workloads"), "{msg}");
 
     let json: serde_json::Value =
@@ -77,7 +84,10 @@ fn bad_input_fails_before_anything_runs() {
         (vec!["bench", "eevdf:NO_SUCH_FLAG"], "NO_SUCH_FLAG"),
         (vec!["bench", "eevdf", "-w", "nosuch"], "unknown workload"),
         (vec!["bench", "eevdf", "eevdf"], "given twice"),
-        (vec!["bench", "--fidelity", "DELAY_ZERO", "eevdf"], "give no ARM"),
+        (
+            vec!["bench", "--fidelity", "DELAY_ZERO", "eevdf"],
+            "give no ARM",
+        ),
         (
             vec!["bench", "eevdf", "--processes", "-w", "schlat"],
             "threads only",

@@ -41,20 +41,21 @@ pub fn self_exe() -> Result<PathBuf> {
     }
 }
 
-/// Compare schedulers and feature settings on built-in workloads.
-///
-/// ARM is one of
-///   eevdf[:FEATURES][,tunable=value...]   the kernel's EEVDF with these debugfs settings
-///   lab[:FEATURES][,tunable=value...]     this scheduler, attached, features changed live
-///   scx:PATH [ARGS]                       another sched_ext scheduler binary (quote it)
-/// FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_TO_PARITY),
-/// applied on top of the kernel's settings at the start. Every setting the bench changes is
-/// restored on exit, error, Ctrl-C or SIGTERM.
-///
-/// Example: scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO
-///              -w pingpong,messaging --quick
+/// The arm syntax and an example, shown under `bench --help`.
+pub const ARMS_HELP: &str = "\
+ARM is one of
+  eevdf[:FEATURES][,tunable=value...]   the kernel's EEVDF with these debugfs settings
+  lab[:FEATURES][,tunable=value...]     this scheduler, attached, features changed live
+  scx:PATH [ARGS]                       another sched_ext scheduler binary (quote it)
+FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_TO_PARITY),
+applied on top of the kernel's settings at the start. Every setting the bench changes is
+restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt).
+
+Example:
+  scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,messaging --quick";
+
+/// Options of `scx_eevdf_lab bench`.
 #[derive(Debug, clap::Args)]
-#[command(verbatim_doc_comment)]
 pub struct BenchArgs {
     /// The arms to compare; the first is the baseline [default: eevdf lab].
     #[arg(value_name = "ARM")]
