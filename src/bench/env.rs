@@ -112,25 +112,39 @@ fn topology() -> Topology {
     }
 }
 
-/// Every knob file of the kernel's sched debugfs (top level; the `debug` dump is skipped).
+/// Every knob file of the kernel's sched debugfs: the top level (without the `debug` dump) and
+/// the per-CPU deadline servers (`fair_server/cpuN/*`, `ext_server/cpuN/*`), whose settings
+/// must match between arms.
 pub fn debugfs_sched() -> BTreeMap<String, String> {
     let dir = std::env::var_os("LAB_DEBUGFS_SCHED")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| crate::kernel::DEBUGFS_SCHED.into());
     let mut out = BTreeMap::new();
-    let Ok(rd) = fs::read_dir(&dir) else {
-        return out;
+    collect(&dir, "", 0, &mut out);
+    out
+}
+
+fn collect(dir: &Path, prefix: &str, depth: usize, out: &mut BTreeMap<String, String>) {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return;
     };
     for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name == "debug" || !e.path().is_file() {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        let p = e.path();
+        if p.is_dir() {
+            let server = name.starts_with("fair_server") || name.starts_with("ext_server");
+            if server && depth < 2 {
+                collect(&p, &format!("{name}/"), depth + 1, out);
+            }
             continue;
         }
-        if let Some(v) = read(e.path()) {
+        if name == "debug" {
+            continue;
+        }
+        if let Some(v) = read(&p) {
             out.insert(name, v);
         }
     }
-    out
 }
 
 fn preempt_model(debugfs: &BTreeMap<String, String>, u: &Uname) -> Option<String> {
@@ -196,5 +210,22 @@ mod tests {
                 .get("debugfs_sched")
                 .is_some()
         );
+    }
+
+    #[test]
+    fn reads_knobs_and_server_settings_but_not_the_debug_dump() {
+        let d = std::env::temp_dir().join(format!("lab-env-{}", std::process::id()));
+        fs::create_dir_all(d.join("fair_server/cpu0")).unwrap();
+        fs::create_dir_all(d.join("domains/cpu0")).unwrap();
+        fs::write(d.join("features"), "PLACE_LAG NO_NEXT_BUDDY \n").unwrap();
+        fs::write(d.join("debug"), "live statistics").unwrap();
+        fs::write(d.join("fair_server/cpu0/runtime"), "50000000\n").unwrap();
+        fs::write(d.join("domains/cpu0/flags"), "SD_SHARE_LLC").unwrap();
+        let mut out = BTreeMap::new();
+        collect(&d, "", 0, &mut out);
+        let keys: Vec<&str> = out.keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, vec!["fair_server/cpu0/runtime", "features"]);
+        assert_eq!(out["features"], "PLACE_LAG NO_NEXT_BUDDY");
+        fs::remove_dir_all(&d).unwrap();
     }
 }
