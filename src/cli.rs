@@ -84,6 +84,12 @@ pub enum Cmd {
     DiffKernel,
     /// Print the running scheduler's stats (decision counters per interval, queues) until Ctrl-C.
     Monitor(MonitorArgs),
+    /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
+    #[command(after_help = crate::bench::ARMS_HELP)]
+    Bench(crate::bench::BenchArgs),
+    /// One task of a bench workload in --processes mode (started by `bench`).
+    #[command(hide = true)]
+    Worker(crate::bench::workloads::WorkerArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -157,6 +163,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
+        Some(Cmd::Bench(args)) => return crate::bench::run(args),
+        Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::DiffKernel) => {
             if !cmd_diff_kernel()? {
                 return Ok(ExitCode::from(1));

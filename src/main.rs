@@ -1,6 +1,7 @@
 //! scx_eevdf_lab: a sched_ext mirror of Linux's EEVDF with live feature flags, and an A/B lab
 //! that compares it with the kernel's own EEVDF.
 
+mod bench;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;

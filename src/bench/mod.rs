@@ -1,0 +1,388 @@
+//! `scx_eevdf_lab bench`: A/B comparisons of the kernel's built-in EEVDF, the lab's mirror and
+//! other sched_ext schedulers, with numbers a kernel developer would accept.
+//!
+//! This module holds the command-line options and the session driver: it resolves arms and
+//! workloads, installs the interrupt handler, runs the protocol, restores every setting it
+//! touched, and writes the table, JSON, CSV and SVG outputs. The pieces live in the sibling
+//! modules: [`arms`] (putting arms in effect), [`protocol`] (order, warm-ups, validity),
+//! [`workloads`], [`counters`], [`stats`], [`report`], [`plot`] and [`env`].
+
+pub mod arms;
+pub mod counters;
+pub mod env;
+pub mod plot;
+pub mod protocol;
+pub mod report;
+pub mod stats;
+pub mod workloads;
+
+use anyhow::{Context, Result, bail};
+use arms::{Arm, ArmSpec, Runner};
+use protocol::{NamedWorkload, Order, Session};
+use report::{Report, WorkloadInfo};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// True once SIGINT, SIGTERM or SIGHUP arrived: workloads and the protocol stop promptly.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// This program's path, for the lab daemon and worker processes (`LAB_BENCH_EXE` overrides it,
+/// which tests use).
+pub fn self_exe() -> Result<PathBuf> {
+    match std::env::var_os("LAB_BENCH_EXE") {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => std::env::current_exe().context("cannot find this program's path"),
+    }
+}
+
+/// The arm syntax and an example, shown under `bench --help`.
+pub const ARMS_HELP: &str = "\
+ARM is one of
+  eevdf[:FEATURES][,tunable=value...]   the kernel's EEVDF with these debugfs settings
+  lab[:FEATURES][,tunable=value...]     this scheduler, attached, features changed live
+  scx:PATH [ARGS]                       another sched_ext scheduler binary (quote it)
+FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_TO_PARITY),
+applied on top of the kernel's settings at the start. Every setting the bench changes is
+restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt).
+
+Example:
+  scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,messaging --quick";
+
+/// Options of `scx_eevdf_lab bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The arms to compare; the first is the baseline [default: eevdf lab].
+    #[arg(value_name = "ARM")]
+    pub arms: Vec<String>,
+
+    /// Workloads, comma-separated or repeated: NAME[:key=value[:key=value...]]
+    /// (e.g. pingpong:pairs=2:pin=same-cpu). `--list` shows them.
+    #[arg(
+        short,
+        long = "workload",
+        value_delimiter = ',',
+        default_value = "pingpong"
+    )]
+    pub workloads: Vec<String>,
+
+    /// Measured runs per arm and workload [default: 10; 3 with --quick].
+    #[arg(short = 'n', long)]
+    pub runs: Option<usize>,
+
+    /// Few runs and short windows: a smoke test or a demo, not a measurement.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// In-run warm-up before each measurement window, seconds [default: 2; 0.25 with --quick].
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup: Option<f64>,
+
+    /// Measurement window of time-based workloads, seconds [default: 5; 1 with --quick].
+    #[arg(long, value_name = "SECONDS")]
+    pub window: Option<f64>,
+
+    /// Hard limit for one run, seconds; a run that hits it is invalid [default: 120; 30 with
+    /// --quick].
+    #[arg(long, value_name = "SECONDS")]
+    pub max_run: Option<f64>,
+
+    /// Interleaving of the arms.
+    #[arg(long, value_enum, default_value_t = Order::Abba)]
+    pub order: Order,
+
+    /// Seed of the arm order and the bootstrap [default: from the clock; always recorded].
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Also run a copy of the first arm (A/A) to measure the noise floor.
+    #[arg(long)]
+    pub aa: bool,
+
+    /// Run the pipe workloads' tasks as processes instead of threads.
+    #[arg(long)]
+    pub processes: bool,
+
+    /// Fidelity mode: compare FEATURE's effect in the kernel and in the mirror (arms
+    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given).
+    #[arg(long, value_name = "FEATURE")]
+    pub fidelity: Option<String>,
+
+    /// Folder for bench.json, runs.csv and the SVG plots [default: bench-<time>].
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Do not draw the SVG plots.
+    #[arg(long)]
+    pub no_plots: bool,
+
+    /// Bootstrap resamples per comparison [default: 10000; 2000 with --quick].
+    #[arg(long)]
+    pub bootstrap: Option<usize>,
+
+    /// List the workloads and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Check a bench.json written by this version and exit (0 = valid).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub validate: Option<PathBuf>,
+}
+
+/// Workloads whose tasks are threads only.
+const THREADS_ONLY: &[&str] = &["schlat", "hog-probe", "weights"];
+
+/// Exit status after an interrupt (128 + SIGINT), once everything is restored.
+const EXIT_INTERRUPTED: u8 = 130;
+
+pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(f) = &args.validate {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", f.display()))?;
+        return Ok(match report::validate(&v) {
+            Ok(msg) => {
+                println!("{}: {msg}", f.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{}: invalid: {e:#}", f.display());
+                ExitCode::FAILURE
+            }
+        });
+    }
+    if args.list {
+        for (n, d) in workloads::NAMES {
+            println!("{n:<16} {d}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let q = args.quick;
+    let rc = workloads::RunConfig {
+        warmup: secs(args.warmup.unwrap_or(if q { 0.25 } else { 2.0 }))?,
+        window: secs(args.window.unwrap_or(if q { 1.0 } else { 5.0 }))?,
+        max_run: secs(args.max_run.unwrap_or(if q { 30.0 } else { 120.0 }))?,
+        processes: args.processes,
+    };
+    if rc.window.is_zero() {
+        bail!("--window must be > 0");
+    }
+    let runs = args.runs.unwrap_or(if q { 3 } else { 10 });
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let boot_reps = args.bootstrap.unwrap_or(if q { 2000 } else { 10_000 });
+    let seed = args.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    });
+
+    // Arms: as given, or the fidelity quartet; plus the A/A copy.
+    let mut specs: Vec<ArmSpec> = match &args.fidelity {
+        Some(f) => {
+            if !args.arms.is_empty() {
+                bail!("--fidelity chooses the arms itself; give no ARM");
+            }
+            let name = f.strip_prefix("NO_").unwrap_or(f);
+            let feat = crate::features::find(name)
+                .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
+            if !feat.in_kernel {
+                bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
+            }
+            [
+                format!("eevdf:{name}"),
+                format!("eevdf:NO_{name}"),
+                format!("lab:{name}"),
+                format!("lab:NO_{name}"),
+            ]
+            .iter()
+            .map(|s| ArmSpec::parse(s))
+            .collect::<Result<_>>()?
+        }
+        None if args.arms.is_empty() => vec![ArmSpec::parse("eevdf")?, ArmSpec::parse("lab")?],
+        None => args
+            .arms
+            .iter()
+            .map(|s| ArmSpec::parse(s))
+            .collect::<Result<_>>()?,
+    };
+    for (i, s) in specs.iter().enumerate() {
+        if specs[..i].iter().any(|p| p.label == s.label) {
+            bail!(
+                "arm {:?} is given twice (use --aa for an A/A comparison)",
+                s.label
+            );
+        }
+    }
+    let aa = if args.aa {
+        let mut copy = specs[0].clone();
+        copy.label = format!("{} (A/A)", copy.label);
+        specs.push(copy);
+        Some(specs.len() - 1)
+    } else {
+        None
+    };
+    if specs.iter().any(|s| s.needs_root()) {
+        crate::preflight::require_root()?;
+    }
+
+    // Workloads.
+    let mut wls = Vec::new();
+    for w in &args.workloads {
+        let w = w.trim();
+        if w.is_empty() {
+            continue;
+        }
+        let workload = workloads::parse(w, q)?;
+        if args.processes && THREADS_ONLY.contains(&workload.name()) {
+            bail!("{} runs as threads only; drop --processes", workload.name());
+        }
+        wls.push(NamedWorkload {
+            label: w.to_string(),
+            workload,
+        });
+    }
+    if wls.is_empty() {
+        bail!("no workload given");
+    }
+    let infos: Vec<WorkloadInfo> = wls
+        .iter()
+        .map(|w| WorkloadInfo {
+            label: w.label.clone(),
+            name: w.workload.name().into(),
+            description: w.workload.describe(),
+            params: w.workload.params(),
+            metrics: w.workload.metrics(),
+        })
+        .collect();
+
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        let t = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from(format!("bench-{t}"))
+    });
+    std::fs::create_dir_all(&out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+
+    ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::Relaxed) {
+            eprintln!("scx_eevdf_lab bench: still restoring the settings it changed; please wait");
+        } else {
+            eprintln!("scx_eevdf_lab bench: interrupted; stopping the run and restoring settings");
+        }
+    })
+    .context("cannot install the SIGINT/SIGTERM handler")?;
+
+    let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
+    let ncpus = crate::cli::online_cpus();
+    let base = arms::baseline(ncpus);
+    let arms: Vec<Arm> = specs
+        .into_iter()
+        .map(|s| Arm::resolve(s, &base, ncpus))
+        .collect::<Result<_>>()?;
+
+    let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
+    let knobs_before = runner
+        .original_knobs()
+        .cloned()
+        .or_else(|| crate::kernel::KnobSnapshot::read().ok());
+    let order = protocol::schedule(arms.len(), runs, args.order, seed);
+    let session = Session {
+        arms: &arms,
+        workloads: &wls,
+        rc: rc.clone(),
+        order: order.clone(),
+    };
+    let outcome = session.execute(&mut runner);
+    let restore_errors = runner.shutdown();
+    drop(runner);
+    let knobs_after = crate::kernel::KnobSnapshot::read().ok();
+    let knobs_restored = knobs_before
+        .as_ref()
+        .zip(knobs_after.as_ref())
+        .map(|(a, b)| a == b);
+
+    let (summaries, counters, comparisons) =
+        report::analyze(&arms, &infos, &outcome.runs, aa, seed, boot_reps);
+    let fidelity = match &args.fidelity {
+        Some(f) => report::fidelity(f.strip_prefix("NO_").unwrap_or(f), &arms, &comparisons),
+        None => Vec::new(),
+    };
+    let rep = Report {
+        schema_version: report::SCHEMA_VERSION,
+        tool: "scx_eevdf_lab bench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command_line: std::env::args().collect(),
+        created_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0),
+        seed,
+        order_mode: args.order,
+        order: order.iter().map(|&i| arms[i].label().to_string()).collect(),
+        runs_per_arm: runs,
+        warmup_s: rc.warmup.as_secs_f64(),
+        window_s: rc.window.as_secs_f64(),
+        max_run_s: rc.max_run.as_secs_f64(),
+        processes: rc.processes,
+        quick: q,
+        aa_arm: aa.map(|i| arms[i].label().to_string()),
+        fidelity_feature: args.fidelity.clone(),
+        environment,
+        baseline: base,
+        arms,
+        workloads: infos,
+        knobs_before,
+        knobs_after,
+        knobs_restored,
+        runs: outcome.runs,
+        summaries,
+        counters,
+        comparisons,
+        fidelity,
+        interrupted: outcome.interrupted,
+        fatal: outcome.fatal,
+        restore_errors,
+    };
+
+    print!("{}", report::table(&rep));
+    let json = out_dir.join("bench.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&rep)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let csv = out_dir.join("runs.csv");
+    std::fs::write(&csv, report::csv(&rep))
+        .with_context(|| format!("cannot write {}", csv.display()))?;
+    eprintln!("wrote {} and {}", json.display(), csv.display());
+    if !args.no_plots {
+        match plot::write_all(&rep, &out_dir) {
+            Ok(files) => eprintln!("wrote {} plot(s) in {}", files.len(), out_dir.display()),
+            Err(e) => eprintln!("scx_eevdf_lab bench: plots: {e:#}"),
+        }
+    }
+
+    if rep.interrupted {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if rep.fatal.is_some() || !rep.restore_errors.is_empty() || rep.knobs_restored == Some(false) {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn secs(s: f64) -> Result<Duration> {
+    if !(0.0..=3600.0).contains(&s) {
+        bail!("{s} s is out of range (0..=3600)");
+    }
+    Ok(Duration::from_secs_f64(s))
+}

@@ -1,0 +1,101 @@
+//! Drives the real binary: a short bench on the host kernel with the built-in EEVDF only (no
+//! sched_ext and no root needed), with worker processes and an A/A arm, and checks what it
+//! writes. No assertion depends on how fast the host is.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_scx_eevdf_lab")
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("lab-bench-{tag}-{}", std::process::id()))
+}
+
+#[test]
+fn a_host_session_writes_a_valid_report() {
+    let dir = tempdir("it");
+    let out = Command::new(bin())
+        .args([
+            "bench",
+            "eevdf",
+            "--aa",
+            "-w",
+            "pingpong,messaging:groups=1:fds=4:loops=20",
+            "-n",
+            "2",
+            "--warmup",
+            "0.05",
+            "--window",
+            "0.3",
+            "--processes",
+            "--seed",
+            "3",
+            "--bootstrap",
+            "500",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("eevdf (A/A)"), "{table}");
+    assert!(
+        table.contains("handoffs_per_s") && table.contains("msgs_per_s"),
+        "{table}"
+    );
+    // No terminal: one line per run instead of a progress bar.
+    assert!(stderr.contains("run   0:"), "{stderr}");
+
+    let v = Command::new(bin())
+        .args(["bench", "--validate"])
+        .arg(dir.join("bench.json"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.status.success(),
+        "{msg}{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+    assert!(msg.contains("2 arms, 2 workloads"), "{msg}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(json["seed"], 3);
+    assert_eq!(json["processes"], true);
+    assert_eq!(json["order"].as_array().unwrap().len(), 4);
+    let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    assert!(csv.starts_with("index,round,arm,workload,"));
+    for svg in ["pingpong.svg", "messaging_groups-1_fds-4_loops-20.svg"] {
+        let s = std::fs::read_to_string(dir.join(svg)).unwrap();
+        assert!(s.contains("<svg"), "{svg}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_fails_before_anything_runs() {
+    for (args, want) in [
+        (vec!["bench", "cfs"], "unknown arm"),
+        (vec!["bench", "eevdf:NO_SUCH_FLAG"], "NO_SUCH_FLAG"),
+        (vec!["bench", "eevdf", "-w", "nosuch"], "unknown workload"),
+        (vec!["bench", "eevdf", "eevdf"], "given twice"),
+        (
+            vec!["bench", "--fidelity", "DELAY_ZERO", "eevdf"],
+            "give no ARM",
+        ),
+        (
+            vec!["bench", "eevdf", "--processes", "-w", "schlat"],
+            "threads only",
+        ),
+    ] {
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

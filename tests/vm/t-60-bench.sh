@@ -1,0 +1,109 @@
+# The A/B bench: a quick eevdf-vs-lab session on pingpong and messaging completes, its JSON
+# validates, and every /sys/kernel/debug/sched knob reads back byte for byte as before — also
+# when the bench is interrupted with SIGINT in the middle of a run (lab attached, and built-in
+# EEVDF with changed features).
+. ./lib.sh
+
+DBG=/sys/kernel/debug/sched
+
+# knobs FILE: every regular knob file of the sched debugfs, name and content (the `debug`
+# dump is left out: it prints live per-CPU statistics).
+knobs() {
+	: >"$1"
+	for f in $DBG/*; do
+		[ -f "$f" ] || continue
+		[ "${f##*/}" = debug ] && continue
+		echo "== ${f##*/}" >>"$1"
+		cat "$f" >>"$1" 2>/dev/null
+	done
+}
+
+same_knobs() { # same_knobs BEFORE AFTER
+	cmp -s "$1" "$2" && return 0
+	diff "$1" "$2" | sed 's/^/  knobs| /' | head -n 20
+	return 1
+}
+
+no_lab_process() {
+	for p in /proc/[0-9]*; do
+		[ "$p" = "/proc/$$" ] && continue
+		c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+		case "$c" in "scx_eevdf_lab --features"*) echo "  left over: $c"; return 1 ;; esac
+	done
+	return 0
+}
+
+# wait_for TENTHS COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+	n=$1; shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+# --- 1. a complete quick session -------------------------------------------------------------
+knobs /tmp/knobs.0
+start=$(date +%s)
+scx_eevdf_lab bench eevdf lab -w pingpong,messaging --quick --seed 1 --out /tmp/b1 \
+	>/tmp/b1.out 2>/tmp/b1.err
+rc=$?
+note "quick session took $(($(date +%s) - start)) s"
+[ $rc -eq 0 ] || { tail -n 30 /tmp/b1.err; cat /tmp/b1.out; fail "bench exited with $rc"; }
+cat /tmp/b1.out
+knobs /tmp/knobs.1
+check "the knobs read back byte for byte after the session" same_knobs /tmp/knobs.0 /tmp/knobs.1
+check "sched_ext is disabled again" [ "$(scx_state)" = disabled ]
+check "no lab daemon is left" no_lab_process
+v=$(scx_eevdf_lab bench --validate /tmp/b1/bench.json) || fail "bench.json does not validate: $v"
+note "$v"
+echo "$v" | grep -q "2 arms, 2 workloads" || fail "unexpected shape: $v"
+echo "$v" | grep -q "(12 valid measured)" || { grep -A3 "Invalid runs" /tmp/b1.out; fail "not every run was valid: $v"; }
+check "the table names both arms" grep -q "| eevdf .*| lab " /tmp/b1.out
+check "the CSV and the plots are written" [ -s /tmp/b1/runs.csv ] && [ -s /tmp/b1/pingpong.svg ]
+grep -q "<svg" /tmp/b1/messaging.svg || fail "messaging.svg is not an SVG"
+grep -q '"knobs_restored": true' /tmp/b1/bench.json || fail "the report does not say the knobs were restored"
+
+# --- 2. any sched_ext binary as an scx:PATH arm, and fidelity mode ---------------------------
+# The lab binary itself stands in for "another sched_ext scheduler" here.
+scx_eevdf_lab bench eevdf "scx:/lab/bin/scx_eevdf_lab --features NO_DELAY_ZERO" -w pingpong \
+	--quick -n 2 --seed 3 --out /tmp/b3 >/tmp/b3.out 2>/tmp/b3.err ||
+	{ tail -n 20 /tmp/b3.err; fail "the scx:PATH session failed"; }
+v=$(scx_eevdf_lab bench --validate /tmp/b3/bench.json) || fail "scx: $v"
+echo "$v" | grep -q "(4 valid measured)" || { grep -A3 "Invalid runs" /tmp/b3.out; fail "scx: $v"; }
+note "scx:PATH arm: $v"
+scx_eevdf_lab bench --fidelity DELAY_ZERO -w pingpong --quick -n 2 --seed 4 --out /tmp/b4 \
+	>/tmp/b4.out 2>/tmp/b4.err || { tail -n 20 /tmp/b4.err; fail "the fidelity session failed"; }
+grep "^fidelity DELAY_ZERO on pingpong handoffs_per_s" /tmp/b4.out || fail "no fidelity verdict: $(cat /tmp/b4.out)"
+knobs /tmp/knobs.3
+check "the knobs read back byte for byte after the scx and fidelity sessions" same_knobs /tmp/knobs.0 /tmp/knobs.3
+
+# --- 3. SIGINT while the lab is attached and a run is going on ----------------------------
+# interrupt NAME CONDITION...: start a changed-knobs session, wait for CONDITION, let a run
+# start, SIGINT the bench, then require exit 130, restored knobs and a valid partial report.
+interrupt() {
+	name=$1; shift
+	scx_eevdf_lab bench eevdf:NO_DELAY_ZERO+NO_RUN_TO_PARITY,base_slice_ns=3000000 lab:NO_DELAY_ZERO \
+		-w pingpong,messaging --quick -n 4 --seed 2 --out /tmp/$name >/tmp/$name.out 2>/tmp/$name.err &
+	pid=$!
+	wait_for 600 "$@" || { kill -INT $pid; wait $pid; tail -n 20 /tmp/$name.err; fail "$name: the condition never held"; }
+	sleep 0.4
+	kill -INT $pid
+	wait $pid; rc=$?
+	[ $rc -eq 130 ] || { tail -n 20 /tmp/$name.err; fail "$name: bench exited with $rc after SIGINT (want 130)"; }
+	knobs /tmp/knobs.$name
+	check "$name: the knobs read back byte for byte after SIGINT" same_knobs /tmp/knobs.0 /tmp/knobs.$name
+	check "$name: sched_ext is disabled again" [ "$(scx_state)" = disabled ]
+	check "$name: no lab daemon is left" no_lab_process
+	scx_eevdf_lab bench --validate /tmp/$name/bench.json >/dev/null || fail "$name: the partial bench.json does not validate"
+	grep -q '"interrupted": true' /tmp/$name/bench.json || fail "$name: the report does not say it was interrupted"
+	grep -q "interrupted" /tmp/$name.out || fail "$name: the table does not say it was interrupted"
+	grep "^  run .*interrupted" /tmp/$name.out | head -n 2 | sed "s/^/  $name| /"
+}
+
+lab_running() { [ "$(scx_state)" = enabled ]; }
+eevdf_changed() { [ "$(scx_state)" = disabled ] && grep -q NO_DELAY_ZERO $DBG/features; }
+
+interrupt int-lab lab_running
+interrupt int-eevdf eevdf_changed
