@@ -15,6 +15,7 @@ mod preflight;
 mod sched;
 mod stats;
 mod sysfs;
+mod topology;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -108,6 +108,14 @@ impl<'a> Scheduler<'a> {
         )
         .context("cannot open the BPF scheduler")?;
         skel.struct_ops.lab_ops_mut().exit_dump_len = opts.exit_dump_len;
+        let topo = crate::topology::Topo::detect().context("cannot read the CPU topology")?;
+        crate::topology::fill_topo!(skel.maps.rodata_data.as_mut().unwrap().topo, &topo);
+        info!(
+            "topology: {} CPUs in {} LLC{}",
+            topo.nr_cpus,
+            topo.nr_llcs(),
+            if topo.nr_llcs() == 1 { "" } else { "s" }
+        );
         let mut skel =
             scx_ops_load!(skel, lab_ops, uei).context("cannot load the BPF scheduler")?;
 

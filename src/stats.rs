@@ -122,6 +122,64 @@ pub struct Metrics {
     pub sum_overflow: u64,
     #[stat(desc = "PARANOID_AVG rebuilds of the V sums")]
     pub paranoid_rebuild: u64,
+    #[stat(desc = "ops.select_cpu calls")]
+    pub select: u64,
+    #[stat(desc = "ghosts that woke on their own CPU without selection (ttwu_runnable())")]
+    pub select_ghost: u64,
+    #[stat(desc = "cold ghosts finalized at wakeup and selected for (DELAY_WAKE_COLD)")]
+    pub select_wake_cold: u64,
+    #[stat(desc = "new tasks sent to the idlest CPU")]
+    pub select_fork: u64,
+    #[stat(desc = "wakeups spread by wake_wide() (no affine wakeup)")]
+    pub wake_wide: u64,
+    #[stat(desc = "wake_affine_idle() chose the waker's CPU")]
+    pub wa_idle_this: u64,
+    #[stat(desc = "wake_affine_idle() chose the previous CPU")]
+    pub wa_idle_prev: u64,
+    #[stat(desc = "wake_affine_weight() chose the waker's CPU")]
+    pub wa_weight_this: u64,
+    #[stat(desc = "wake_affine() kept the previous CPU")]
+    pub wa_prev: u64,
+    #[stat(desc = "select_idle_sibling(): the target was idle")]
+    pub sis_target: u64,
+    #[stat(desc = "select_idle_sibling(): the previous CPU was idle")]
+    pub sis_prev: u64,
+    #[stat(desc = "select_idle_sibling(): stacked behind a per-CPU kthread waker")]
+    pub sis_kthread: u64,
+    #[stat(desc = "select_idle_sibling(): the recently used CPU was idle")]
+    pub sis_recent: u64,
+    #[stat(desc = "select_idle_sibling(): the LLC scan found an idle CPU")]
+    pub sis_scan: u64,
+    #[stat(desc = "select_idle_sibling(): nothing idle, the target")]
+    pub sis_none: u64,
+    #[stat(desc = "idle scans that SIS_UTIL cut short or skipped")]
+    pub sis_scan_limited: u64,
+    #[stat(desc = "entities that changed queue")]
+    pub migrations: u64,
+    #[stat(desc = "newidle balance attempts (nothing to run at dispatch)")]
+    pub newidle: u64,
+    #[stat(desc = "newidle balances skipped by NI_RANDOM")]
+    pub newidle_gated: u64,
+    #[stat(desc = "tasks pulled by a newidle balance")]
+    pub pull_newidle: u64,
+    #[stat(desc = "tasks pulled by the periodic balance")]
+    pub pull_periodic: u64,
+    #[stat(desc = "idle CPUs kicked to pull from a busy one")]
+    pub nohz_kick: u64,
+    #[stat(desc = "pull candidates not allowed on the puller")]
+    pub pull_refused_affinity: u64,
+    #[stat(desc = "pull candidates running or already dispatched")]
+    pub pull_refused_running: u64,
+    #[stat(desc = "pull candidates that were ghosts")]
+    pub pull_refused_delayed: u64,
+    #[stat(desc = "pull candidates ineligible on their queue")]
+    pub pull_refused_ineligible: u64,
+    #[stat(desc = "pull candidates that were cache hot")]
+    pub pull_refused_hot: u64,
+    #[stat(desc = "pull candidates too heavy for the imbalance")]
+    pub pull_refused_load: u64,
+    #[stat(desc = "pull candidates with migration disabled")]
+    pub pull_refused_pinned: u64,
     #[stat(desc = "per-CPU queues at the time of the sample")]
     pub cpus: BTreeMap<usize, CpuQueue>,
 }
@@ -169,6 +227,35 @@ pub const COUNTERS: &[&str] = &[
     "yields",
     "sum_overflow",
     "paranoid_rebuild",
+    "select",
+    "select_ghost",
+    "select_wake_cold",
+    "select_fork",
+    "wake_wide",
+    "wa_idle_this",
+    "wa_idle_prev",
+    "wa_weight_this",
+    "wa_prev",
+    "sis_target",
+    "sis_prev",
+    "sis_kthread",
+    "sis_recent",
+    "sis_scan",
+    "sis_none",
+    "sis_scan_limited",
+    "migrations",
+    "newidle",
+    "newidle_gated",
+    "pull_newidle",
+    "pull_periodic",
+    "nohz_kick",
+    "pull_refused_affinity",
+    "pull_refused_running",
+    "pull_refused_delayed",
+    "pull_refused_ineligible",
+    "pull_refused_hot",
+    "pull_refused_load",
+    "pull_refused_pinned",
 ];
 
 impl Metrics {
@@ -268,6 +355,51 @@ impl Metrics {
             self.reweight,
             self.yields,
             self.sum_overflow
+        )?;
+        writeln!(
+            w,
+            "select  {} ghost {} cold {} fork {} wide {} | affine: idle this {} idle prev {} weight this {} prev {}",
+            self.select,
+            self.select_ghost,
+            self.select_wake_cold,
+            self.select_fork,
+            self.wake_wide,
+            self.wa_idle_this,
+            self.wa_idle_prev,
+            self.wa_weight_this,
+            self.wa_prev
+        )?;
+        writeln!(
+            w,
+            "sibling target {} prev {} kthread {} recent {} scan {} none {} (scan limited {})",
+            self.sis_target,
+            self.sis_prev,
+            self.sis_kthread,
+            self.sis_recent,
+            self.sis_scan,
+            self.sis_none,
+            self.sis_scan_limited
+        )?;
+        writeln!(
+            w,
+            "balance migrations {} newidle {} (gated {}) pulled: newidle {} periodic {} | nohz kicks {}",
+            self.migrations,
+            self.newidle,
+            self.newidle_gated,
+            self.pull_newidle,
+            self.pull_periodic,
+            self.nohz_kick
+        )?;
+        writeln!(
+            w,
+            "refused affinity {} running {} ghost {} ineligible {} hot {} load {} pinned {}",
+            self.pull_refused_affinity,
+            self.pull_refused_running,
+            self.pull_refused_delayed,
+            self.pull_refused_ineligible,
+            self.pull_refused_hot,
+            self.pull_refused_load,
+            self.pull_refused_pinned
         )?;
         for (cpu, q) in &self.cpus {
             writeln!(
@@ -422,9 +554,11 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(
-            ffi::lab_stat_LAB_ST_PARANOID_REBUILD as usize,
+            ffi::lab_stat_LAB_ST_PULL_REFUSED_PINNED as usize,
             COUNTERS.len() - 1
         );
+        let select = COUNTERS.iter().position(|c| *c == "select").unwrap();
+        assert_eq!(ffi::lab_stat_LAB_ST_SELECT as usize, select);
     }
 
     #[test]

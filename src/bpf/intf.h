@@ -117,6 +117,37 @@ enum lab_stat {
 	LAB_ST_YIELD,			/* yields that forfeited the request */
 	LAB_ST_SUM_OVERFLOW,		/* V sums that overflowed (the kernel WARNs) */
 	LAB_ST_PARANOID_REBUILD,	/* PARANOID_AVG rebuilds of the sums */
+	/* CPU selection (select_task_rq_fair()) */
+	LAB_ST_SELECT,			/* ops.select_cpu calls */
+	LAB_ST_SELECT_GHOST,		/* a ghost woke on its own CPU without selection */
+	LAB_ST_SELECT_WAKE_COLD,	/* a cold ghost was finalized and selected for (DELAY_WAKE_COLD) */
+	LAB_ST_SELECT_FORK,		/* new tasks sent to the idlest CPU */
+	LAB_ST_WAKE_WIDE,		/* wake_wide(): no affine wakeup */
+	LAB_ST_WA_IDLE_THIS,		/* wake_affine_idle() chose the waker's CPU */
+	LAB_ST_WA_IDLE_PREV,		/* wake_affine_idle() chose the previous CPU */
+	LAB_ST_WA_WEIGHT_THIS,		/* wake_affine_weight() chose the waker's CPU */
+	LAB_ST_WA_PREV,			/* wake_affine() kept the previous CPU */
+	LAB_ST_SIS_TARGET,		/* select_idle_sibling(): the target was idle */
+	LAB_ST_SIS_PREV,		/* ... the previous CPU was idle */
+	LAB_ST_SIS_KTHREAD,		/* ... stacked behind a per-CPU kthread waker */
+	LAB_ST_SIS_RECENT,		/* ... the recently used CPU was idle */
+	LAB_ST_SIS_SCAN,		/* ... the LLC scan found an idle CPU */
+	LAB_ST_SIS_NONE,		/* ... nothing idle: the target */
+	LAB_ST_SIS_SCAN_LIMITED,	/* scans that SIS_UTIL cut short or skipped */
+	/* balancing */
+	LAB_ST_MIGRATE,			/* entities that changed queue */
+	LAB_ST_NEWIDLE,			/* newidle balance attempts (nothing to run at dispatch) */
+	LAB_ST_NEWIDLE_GATED,		/* ... skipped by NI_RANDOM */
+	LAB_ST_PULL_NEWIDLE,		/* tasks pulled by a newidle balance */
+	LAB_ST_PULL_PERIODIC,		/* tasks pulled by the periodic balance */
+	LAB_ST_NOHZ_KICK,		/* idle CPUs kicked to pull from a busy one */
+	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
+	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
+	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */
+	LAB_ST_PULL_REFUSED_INELIGIBLE,	/* ineligible on their queue (task_is_ineligible_on_dst_cpu()) */
+	LAB_ST_PULL_REFUSED_HOT,	/* cache hot (migration_cost_ns, CACHE_HOT_BUDDY) */
+	LAB_ST_PULL_REFUSED_LOAD,	/* too heavy for the imbalance (periodic balance) */
+	LAB_ST_PULL_REFUSED_PINNED,	/* migration disabled */
 	LAB_NR_STATS,
 };
 
@@ -135,6 +166,18 @@ struct lab_knobs {
 	u64 migration_cost_ns;	/* sysctl_sched_migration_cost */
 	u64 nr_migrate;		/* sysctl_sched_nr_migrate */
 	u64 tunable_scaling;	/* sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear */
+};
+
+/* The CPU topology the scheduler is loaded with (src/sched.rs fills it in). */
+struct lab_topo {
+	u32 nr_cpus;			/* possible CPUs */
+	u32 nr_llcs;
+	u32 cpu_llc[LAB_MAX_CPUS];	/* LLC index of each CPU */
+	u32 cpu_core[LAB_MAX_CPUS];	/* core index (SMT siblings share it) */
+	u32 cpu_llc_pos[LAB_MAX_CPUS];	/* the CPU's position in llc_cpus[] */
+	u32 llc_start[LAB_MAX_CPUS];	/* first position of each LLC in llc_cpus[] */
+	u32 llc_size[LAB_MAX_CPUS];	/* CPUs of each LLC */
+	u32 llc_cpus[LAB_MAX_CPUS];	/* CPUs grouped by LLC */
 };
 
 #endif /* __LAB_INTF_H */

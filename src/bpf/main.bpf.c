@@ -71,7 +71,12 @@ struct {
 struct task_ctx {
 	u32 slot;
 	u32 wake_flags;		/* SCX_WAKE_* of the last select_cpu */
-	u64 last_ran;		/* when it last stopped running */
+	s32 last_cpu;		/* the queue it last joined (migration count) */
+	s32 recent_used_cpu;	/* select_idle_sibling()'s p->recent_used_cpu */
+	u32 wakee_flips;	/* record_wakee(), as a waker */
+	s32 last_wakee;		/* pid */
+	u64 wakee_flip_decay_ts;
+	struct lab_pelt load;	/* task_h_load(): the task's average runnable weight */
 };
 
 struct {
@@ -110,12 +115,21 @@ struct {
 	__type(value, struct lab_hrtick);
 } lab_hrticks SEC(".maps");
 
-/* Per-CPU copy of the knobs, refreshed when their sequence number moves. */
+/* Per-CPU copy of the knobs, refreshed when their sequence number moves; balance pacing. */
 struct lab_cpu {
 	u64 knob_seq;
 	struct lab_params params;
+	u32 balance_ticks;
+	u32 running;		/* one of our tasks is running (utilisation) */
 };
 struct lab_cpu lab_cpus[LAB_MAX_CPUS];
+
+/* The topology, filled in by user space before load. */
+const volatile struct lab_topo topo;
+
+/* SIS_UTIL's scan budget per LLC and when it was last computed. */
+u32 llc_nr_idle_scan[LAB_MAX_CPUS];
+u64 llc_scan_stamp[LAB_MAX_CPUS];
 
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
 u64 lab_stats[LAB_MAX_CPUS][LAB_NR_STATS];
@@ -227,6 +241,17 @@ static __always_inline void task_slice(const struct task_struct *p, struct lab_s
 	}
 }
 
+/* Bring the queue's load average up to @now with the weight it held until now (call with the
+ * queue locked, before changing what is queued). Ghosts count, as delayed tasks keep load. */
+static __always_inline void rq_load_touch(struct lab_rq *rq, struct lab_pool *pool, u64 now)
+{
+	u64 w = rq->cfs.sum_weight;
+
+	if (rq->cfs.curr && SE(pool, rq->cfs.curr)->on_rq)
+		w += SE(pool, rq->cfs.curr)->weight;
+	pelt_update(&rq->load, now, w);
+}
+
 /*
  * The running task's execution time, current to the rq clock: what the kernel's update_curr()
  * would charge. Valid with @cpu's rq lock held, which every scheduling callback for that CPU has.
@@ -295,7 +320,8 @@ static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *po
  * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP: the lag is saved and,
  * with PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead.
  */
-static void leave_queue(struct lab_pool *pool, u32 n, const struct lab_params *p, u64 *st)
+static void leave_queue(struct lab_pool *pool, u32 n, const struct lab_params *p, u64 now,
+			u64 *st)
 {
 	struct lab_se *se = SE(pool, n);
 	struct lab_rq *rq;
@@ -308,6 +334,7 @@ static void leave_queue(struct lab_pool *pool, u32 n, const struct lab_params *p
 		return;
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == cpu) {
+		rq_load_touch(rq, pool, now);
 		if (se->delayed) {
 			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
 			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
@@ -330,7 +357,7 @@ static void join_queue(struct task_struct *p, s32 cpu, bool initial)
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
-	u64 *st = stats_row(), total;
+	u64 *st = stats_row(), total, now = scx_bpf_now();
 	struct lab_rq *rq;
 	struct lab_se *se;
 	s32 pid;
@@ -341,10 +368,16 @@ static void join_queue(struct task_struct *p, s32 cpu, bool initial)
 	n = tc->slot;
 	se = SE(pool, n);
 	if (se->on_rq && se->cpu != cpu)
-		leave_queue(pool, n, params, st);
+		leave_queue(pool, n, params, now, st);
+	if (!se->on_rq)
+		pelt_update(&tc->load, now, 0);	/* it was asleep */
+	if (tc->last_cpu >= 0 && tc->last_cpu != cpu)
+		lab_count(st, LAB_ST_MIGRATE);
+	tc->last_cpu = cpu;
 
 	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
+	rq_load_touch(rq, pool, now);
 	account_curr(&rq->cfs, pool, total, pid, params, st);
 	if (se->on_rq && se->cpu == cpu) {
 		if (se->delayed)
@@ -358,6 +391,9 @@ static void join_queue(struct task_struct *p, s32 cpu, bool initial)
 	bpf_spin_unlock(&rq->lock);
 }
 
+#include "select.bpf.h"
+#include "balance.bpf.h"
+
 /* ---------------------------------------------------------------------------------------------
  * sched_ext operations
  */
@@ -367,27 +403,34 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
+	u64 now = scx_bpf_now();
 	struct lab_se *se;
 	s32 cpu;
 
 	if (!tc || !pool)
 		return prev_cpu;
+	stat_inc(LAB_ST_SELECT);
 	tc->wake_flags = wake_flags;
 	se = SE(pool, tc->slot);
 
 	/*
 	 * A ghost wakes on its own CPU without CPU selection, as ttwu_runnable() does for a delayed
-	 * task, unless DELAY_REQUEUE_SELECT asks for a normal selection.
+	 * task -- unless DELAY_WAKE_COLD finds it cold (its last run ended more than
+	 * migration_cost_ns ago: then it is finalized and selected for like any sleeper) or
+	 * DELAY_REQUEUE_SELECT asks for a selection (the ghost then requeues only if the same CPU
+	 * comes out, and is finalized otherwise).
 	 */
 	cpu = se->cpu;
-	if (se->delayed && cpu >= 0 && !sched_feat(params, DELAY_REQUEUE_SELECT) &&
-	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
-		return cpu;
-
-	if (scx_bpf_test_and_clear_cpu_idle(prev_cpu))
-		return prev_cpu;
-	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	return cpu >= 0 ? cpu : prev_cpu;
+	if (se->delayed && cpu >= 0) {
+		if (sched_feat(params, DELAY_WAKE_COLD) && now - se->last_ran > params->migration_cost) {
+			leave_queue(pool, tc->slot, params, now, stats_row());
+			stat_inc(LAB_ST_SELECT_WAKE_COLD);
+		} else if (!sched_feat(params, DELAY_REQUEUE_SELECT) && allowed(p, cpu)) {
+			stat_inc(LAB_ST_SELECT_GHOST);
+			return cpu;
+		}
+	}
+	return select_task_rq_fair(p, tc, prev_cpu, wake_flags, params, now);
 }
 
 void BPF_STRUCT_OPS(lab_runnable, struct task_struct *p, u64 enq_flags)
@@ -457,7 +500,7 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 	tc = tctx_get(p);
 	if (!pool || !tc)
 		return;
-	leave_queue(pool, tc->slot, params_get(), stats_row());
+	leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
 }
 
 void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
@@ -465,7 +508,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
-	u64 *st = stats_row(), total = 0;
+	u64 *st = stats_row(), total = 0, now = scx_bpf_now();
 	struct task_struct *t;
 	bool keep = false;
 	s32 prev_pid = 0;
@@ -478,6 +521,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		prev_pid = prev->pid;
 	}
 	bpf_spin_lock(&rq->lock);
+	rq_load_touch(rq, pool, now);
 	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
 	n = pick_next_entity(&rq->cfs, pool, true, params, st, NULL);
 	if (n) {
@@ -498,10 +542,20 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
 		return;
 	}
+	if (!n) {
+		/* Nothing left here: sched_balance_newidle(). */
+		t = newidle_balance(cpu, rq, params, now, st);
+		if (!t)
+			return;
+		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
+		bpf_task_release(t);
+		return;
+	}
 	if (!slot)
 		return;
 	t = slot_task(slot);
-	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr)) {
+	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr) && !(t->migration_disabled &&
+	    scx_bpf_task_cpu(t) != cpu)) {
 		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 	} else {
 		/* Give the entity back to the queue's custody and try again shortly. */
@@ -566,6 +620,9 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	struct lab_se *se;
 	u32 n;
 
+	u64 now = scx_bpf_now();
+	struct lab_cpu *pc;
+
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
 	n = tc->slot;
@@ -573,7 +630,10 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, false);
 
+	pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
 	bpf_spin_lock(&rq->lock);
+	pelt_update(&rq->util, now, pc->running ? LAB_SCHED_CAPACITY : 0);
+	pc->running = 1;
 	if (se->on_rq && se->cpu == cpu) {
 		set_next_entity(&rq->cfs, pool, n, params);
 		se->running = 1;
@@ -603,20 +663,26 @@ void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 	struct lab_se *se;
 	u32 n;
 
+	u64 now = scx_bpf_now();
+	struct lab_cpu *pc;
+
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
 	n = tc->slot;
 	se = SE(pool, n);
 	hrtick_cancel(cpu);
+	pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
 	bpf_spin_lock(&rq->lock);
+	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
+	pc->running = 0;
 	if (se->cpu == cpu) {
 		account_curr(&rq->cfs, pool, p->se.sum_exec_runtime, p->pid, params, st);
 		se->running = 0;
+		se->last_ran = now;
 		if (runnable)
 			put_prev_entity(&rq->cfs, pool, n, params, st);
 	}
 	bpf_spin_unlock(&rq->lock);
-	tc->last_ran = scx_bpf_now();
 }
 
 void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
@@ -624,7 +690,7 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
-	u64 *st = stats_row();
+	u64 *st = stats_row(), now;
 	struct lab_rq *rq;
 	struct lab_se *se;
 	int flags = 0;
@@ -643,7 +709,10 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 		if (p->__state & LAB_SPECIAL_STATES)
 			flags |= LAB_DEQ_SPECIAL;
 	}
+	now = scx_bpf_now();
+	pelt_update(&tc->load, now, se->weight);	/* it was runnable until now */
 	bpf_spin_lock(&rq->lock);
+	rq_load_touch(rq, pool, now);
 	if (se->on_rq && se->cpu == cpu) {
 		se->running = 0;
 		se->custody = 0;
@@ -653,19 +722,40 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	bpf_spin_unlock(&rq->lock);
 }
 
+/* update_idle_cpu_scan() for @cpu's LLC, at most every 4 ms from whichever CPU ticks first. */
+static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
+{
+	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
+	u64 last = llc_scan_stamp[llc], sum = 0;
+
+	if (now - last < 4000000ULL || __sync_val_compare_and_swap(&llc_scan_stamp[llc], last, now) != last)
+		return;
+	bpf_for(i, 0, size) {
+		struct lab_rq *rq = rq_get(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
+
+		if (rq)
+			sum += READ_ONCE(rq->util.avg);
+	}
+	llc_nr_idle_scan[llc] = nr_idle_scan_math(sum, size, 117);
+}
+
 void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 *st = stats_row();
+	u64 *st = stats_row(), now = scx_bpf_now();
 	struct lab_rq *rq;
 	int resched;
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
+	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);
 	bpf_spin_lock(&rq->lock);
+	rq_load_touch(rq, pool, now);
+	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
 	resched = account_curr(&rq->cfs, pool, p->se.sum_exec_runtime, p->pid, params, st);
 	if (resched)
 		rq->kicked = 1;
@@ -676,6 +766,8 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */
 		scx_bpf_task_set_slice(p, 0);
 	}
+	update_idle_cpu_scan(cpu, now);
+	periodic_balance(cpu, rq, params, now, st);
 }
 
 void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
@@ -704,6 +796,20 @@ void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 	} else {
 		reweight_entity(NULL, pool, n, weight, params, NULL);
 	}
+}
+
+/* A ghost whose CPU left its affinity is finalized (the kernel dequeues it on migration). */
+void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask *cpumask)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	struct lab_se *se;
+
+	if (!pool || !tc)
+		return;
+	se = SE(pool, tc->slot);
+	if (se->delayed && se->cpu >= 0 && !bpf_cpumask_test_cpu(se->cpu, cpumask))
+		leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
 }
 
 bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
@@ -761,7 +867,10 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_in
 					bpf_task_release(old);
 			}
 			tc->slot = n;
+			tc->last_cpu = -1;
+			tc->recent_used_cpu = -1;
 			se->cpu = -1;
+			se->last_ran = 0;
 			se->on_rq = se->in_tree = se->delayed = se->running = se->custody = 0;
 			se->left = se->right = se->parent = 0;
 			se->vruntime = se->deadline = se->vprot = se->exec_snap = 0;
@@ -793,7 +902,7 @@ void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc)
-		leave_queue(pool, tc->slot, params_get(), stats_row());
+		leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
 }
 
 void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
@@ -807,7 +916,7 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 
 	if (!pool || !tc || !tc->slot)
 		return;
-	leave_queue(pool, tc->slot, params_get(), stats_row());
+	leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
 	slot = tc->slot;
 	ref = bpf_map_lookup_elem(&lab_task_refs, &slot);
 	if (ref) {
@@ -894,6 +1003,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 			break;
 		/* init_cfs_rq(): start v0 just below zero so that wrap-around bugs show early. */
 		rq->cfs.zero_vruntime = (u64)(-(1LL << 20));
+		newidle_init(&rq->ni, bpf_ktime_get_ns());
 		h = bpf_map_lookup_elem(&lab_hrticks, &c);
 		if (!h)
 			break;
@@ -928,6 +1038,7 @@ SCX_OPS_DEFINE(lab_ops,
 	       .quiescent = (void *)lab_quiescent,
 	       .tick = (void *)lab_tick,
 	       .set_weight = (void *)lab_set_weight,
+	       .set_cpumask = (void *)lab_set_cpumask,
 	       .yield = (void *)lab_yield,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,
