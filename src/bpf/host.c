@@ -86,3 +86,25 @@ bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
 }
 u64 host_cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool) { return cfs_min_slice(cfs, pool); }
 u64 host_cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool) { return cfs_max_slice(cfs, pool); }
+void host_pelt_update(struct lab_pelt *s, u64 now, u64 value) { pelt_update(s, now, value); }
+bool host_wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_size)
+{
+	return wake_wide_math(waker_flips, wakee_flips, llc_size);
+}
+bool host_wake_affine_weight(s64 this_load, s64 prev_load, s64 task_load, s64 waker_load, bool sync,
+			     u32 imbalance_pct, bool bias)
+{
+	return wake_affine_weight_math(this_load, prev_load, task_load, waker_load, sync, imbalance_pct,
+				       bias);
+}
+u32 host_nr_idle_scan(u64 sum_util, u32 llc_weight, u32 pct) { return nr_idle_scan_math(sum_util, llc_weight, pct); }
+void host_newidle_init(struct lab_newidle *ni, u64 now) { newidle_init(ni, now); }
+bool host_newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_random)
+{
+	return newidle_should_run(ni, rnd, ni_random);
+}
+void host_newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 now, bool ni_random,
+			  bool ni_rate)
+{
+	newidle_account(ni, ran, success, now, ni_random, ni_rate);
+}

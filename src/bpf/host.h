@@ -44,5 +44,14 @@ bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, const struct 
 bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n);
 u64 host_cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool);
 u64 host_cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool);
+void host_pelt_update(struct lab_pelt *s, u64 now, u64 value);
+bool host_wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_size);
+bool host_wake_affine_weight(s64 this_load, s64 prev_load, s64 task_load, s64 waker_load, bool sync,
+			     u32 imbalance_pct, bool bias);
+u32 host_nr_idle_scan(u64 sum_util, u32 llc_weight, u32 pct);
+void host_newidle_init(struct lab_newidle *ni, u64 now);
+bool host_newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_random);
+void host_newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 now, bool ni_random,
+			  bool ni_rate);
 
 #endif
