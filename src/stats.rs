@@ -481,6 +481,9 @@ pub fn describe() -> Result<()> {
 
 /// Client side of `monitor`/`--monitor`/`--stats`: print a sample every `interval` until
 /// `should_exit`, or `count` samples. With `fields`, print only those counters' values.
+///
+/// Without a count it waits for the scheduler to come (back), like scx's monitors; with a
+/// count (scripts, tests) it gives up after a few seconds without a stats server.
 pub fn monitor(
     interval: Duration,
     json: bool,
@@ -493,14 +496,34 @@ pub fn monitor(
             bail!("unknown stats field {f:?}; fields: {}", COUNTERS.join(" "));
         }
     }
-    let n = std::cell::Cell::new(0u64);
+    let mut n = 0u64;
+    let mut waited = 0u32;
     let mut first = true;
-    scx_utils::monitor_stats::<Metrics>(
-        &[],
-        interval,
-        || should_exit() || count.is_some_and(|c| n.get() >= c),
-        |m| {
-            n.set(n.get() + 1);
+    while !should_exit() && count.is_none_or(|c| n < c) {
+        let mut client = match StatsClient::new().connect(None) {
+            Ok(c) => c,
+            Err(e) => {
+                waited += 1;
+                if count.is_some() && waited > 5 {
+                    return Err(e).context(
+                        "no stats server at /var/run/scx/root/stats: is scx_eevdf_lab running?",
+                    );
+                }
+                if waited == 2 {
+                    log::info!("waiting for the scheduler's stats server...");
+                }
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
+        };
+        waited = 0;
+        while !should_exit() && count.is_none_or(|c| n < c) {
+            let m: Metrics = match client.request("stats", vec![]) {
+                Ok(m) => m,
+                Err(e) if count.is_some() => return Err(e).context("stats request"),
+                Err(_) => break,
+            };
+            n += 1;
             let mut out = std::io::stdout().lock();
             if !fields.is_empty() {
                 let vals: Vec<String> = fields
@@ -520,11 +543,14 @@ pub fn monitor(
                 }
                 m.format(&mut out)?;
             }
+            out.flush()?;
             first = false;
-            Ok(())
-        },
-    )
-    .context("stats client")
+            if count.is_none_or(|c| n < c) {
+                std::thread::sleep(interval);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

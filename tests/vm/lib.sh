@@ -29,7 +29,13 @@ wait_state() {
 start_lab() {
 	scx_eevdf_lab "$@" >"$LAB_LOG" 2>&1 &
 	LAB_PID=$!
-	wait_state enabled 150 || fail "the scheduler did not attach (state $(scx_state))"
+	# BPF verification under software emulation takes 10-40 s.
+	n=900
+	while [ "$(scx_state)" != enabled ]; do
+		kill -0 "$LAB_PID" 2>/dev/null || fail "the daemon exited before attaching"
+		[ $n -gt 0 ] || fail "the scheduler did not attach within 90 s (state $(scx_state))"
+		sleep 0.1; n=$((n - 1))
+	done
 	n=50; while [ ! -e /sys/fs/bpf/scx_eevdf_lab/knobs ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 	case "$(cat $SCX/root/ops)" in eevdf_lab*) ;; *) fail "root/ops is $(cat $SCX/root/ops)" ;; esac
 }
@@ -51,3 +57,16 @@ stress_mix() { # stress_mix SECONDS [EXTRA ARGS]
 	stress-ng --cpu 2 --fork 2 --pipe 2 --pipe-data-size 512 --affinity 2 --timeout "$t" \
 		--metrics-brief "$@" >/tmp/stress.log 2>&1
 }
+
+# counters NAME...: the running scheduler's cumulative counters (since attach), space-separated.
+counters() {
+	args=""
+	for f in "$@"; do args="$args --field $f"; done
+	# shellcheck disable=SC2086
+	scx_eevdf_lab monitor --count 1 $args
+}
+# delta BEFORE AFTER INDEX: the difference of the INDEX-th (1-based) of two counters() lines.
+delta() { echo "$1 $2" | awk -v i="$3" -v n="$(echo "$1" | wc -w)" '{ print $(n + i) - $i }'; }
+
+# cpu_ticks PID: user + system time of a process (or thread), in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -4,6 +4,12 @@
 cd "$(dirname "$0")" || exit 2
 tests=$*
 [ -n "$tests" ] || tests=$(ls t-*.sh)
+# kill_lab SIGNAL: every scx_eevdf_lab process (busybox has no pkill).
+kill_lab() {
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = scx_eevdf_lab ] && kill -"$1" "${d#/proc/}" 2>/dev/null
+	done
+}
 pass=0 failed=0 names=
 echo "kernel $(uname -r), $(nproc) CPUs"
 for t in $tests; do
@@ -12,10 +18,13 @@ for t in $tests; do
 	echo "== $name"
 	sh "./$name.sh"
 	rc=$?
-	# Leave no scheduler behind for the next test.
-	if [ "$(cat /sys/kernel/sched_ext/state)" != disabled ]; then
-		pkill -INT scx_eevdf_lab; sleep 1; pkill -KILL scx_eevdf_lab
-	fi
+	# Leave no scheduler (or bench) behind for the next test.
+	kill_lab INT
+	n=0
+	while [ "$(cat /sys/kernel/sched_ext/state)" != disabled ] && [ $n -lt 100 ]; do
+		sleep 0.1; n=$((n + 1))
+	done
+	kill_lab KILL
 	rm -rf /sys/fs/bpf/scx_eevdf_lab
 	if [ $rc -eq 0 ]; then
 		pass=$((pass + 1)); echo "PASS $name ($(($(date +%s) - start)) s)"
