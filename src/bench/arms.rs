@@ -7,6 +7,10 @@
 //! * `scx:PATH [ARGS]` — any other sched_ext scheduler binary, started and stopped around its
 //!   runs.
 //!
+//! An eevdf arm may also set the kernel's own knobs that have no lab counterpart
+//! ([`KERNEL_ONLY`]: `preempt=full`, `cgroup_mode=smp`); arms that do not name them run with the
+//! values the kernel had when the bench started.
+//!
 //! FEATURES are tokens in the kernel's syntax (`NO_DELAY_ZERO`), separated by spaces or `+`;
 //! they apply on top of the kernel's settings when the bench started, so that `eevdf` and `lab`
 //! start from identical settings. Before and after every run [`Runner::check`] re-reads the
@@ -43,7 +47,12 @@ pub struct ArmSpec {
     pub features: Vec<String>,
     /// `name=value` tunable assignments.
     pub tunables: Vec<String>,
+    /// `name=value` for the kernel-only knobs of an eevdf arm.
+    pub kernel_knobs: Vec<(String, String)>,
 }
+
+/// Kernel debugfs knobs without a lab counterpart that an eevdf arm may set.
+pub const KERNEL_ONLY: &[&str] = &["preempt", "cgroup_mode"];
 
 impl ArmSpec {
     pub fn parse(s: &str) -> Result<ArmSpec> {
@@ -61,6 +70,7 @@ impl ArmSpec {
                 },
                 features: Vec::new(),
                 tunables: Vec::new(),
+                kernel_knobs: Vec::new(),
             });
         }
         let (head, tun) = s.split_once(',').unwrap_or((s, ""));
@@ -87,18 +97,35 @@ impl ArmSpec {
                 f.name
             );
         }
-        let tunables: Vec<String> = tun
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(String::from)
-            .collect();
-        features::parse_assignments(&tunables).with_context(|| format!("arm {s:?}"))?;
+        let mut tunables: Vec<String> = Vec::new();
+        let mut kernel_knobs = Vec::new();
+        for t in tun.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            match t.split_once('=') {
+                Some((name, value)) if KERNEL_ONLY.contains(&name.trim()) => {
+                    if kind != ArmKind::Eevdf {
+                        bail!(
+                            "arm {s:?}: {} is a knob of the kernel's EEVDF only (the lab \
+                             preempts at once, like preempt=full, and has no cgroup_mode)",
+                            name.trim()
+                        );
+                    }
+                    kernel_knobs.push((name.trim().to_string(), value.trim().to_string()));
+                }
+                _ => tunables.push(t.to_string()),
+            }
+        }
+        features::parse_assignments(&tunables).with_context(|| {
+            format!(
+                "arm {s:?} (kernel-only knobs of eevdf arms: {})",
+                KERNEL_ONLY.join(" ")
+            )
+        })?;
         Ok(ArmSpec {
             label: s.to_string(),
             kind,
             features,
             tunables,
+            kernel_knobs,
         })
     }
 
@@ -112,7 +139,10 @@ impl ArmSpec {
 
     /// True when running this arm changes a kernel or scheduler setting (needs root).
     pub fn needs_root(&self) -> bool {
-        self.kind != ArmKind::Eevdf || !self.features.is_empty() || !self.tunables.is_empty()
+        self.kind != ArmKind::Eevdf
+            || !self.features.is_empty()
+            || !self.tunables.is_empty()
+            || !self.kernel_knobs.is_empty()
     }
 }
 
@@ -308,10 +338,12 @@ impl Runner {
             ArmKind::Eevdf => {
                 self.detach()?;
                 self.set_kernel(&arm.features, &arm.tunables)?;
+                self.set_kernel_only(&arm.spec.kernel_knobs)?;
             }
             ArmKind::Lab => {
                 let base = self.base.clone();
                 self.set_kernel(&base.features, &base.tunables)?;
+                self.set_kernel_only(&[])?;
                 let lab_attached = self.adopted.is_some()
                     || self
                         .sched
@@ -334,6 +366,7 @@ impl Runner {
             ArmKind::Scx { .. } => {
                 let base = self.base.clone();
                 self.set_kernel(&base.features, &base.tunables)?;
+                self.set_kernel_only(&[])?;
                 self.detach()?;
                 self.attach(arms, i)?;
             }
@@ -359,6 +392,32 @@ impl Runner {
             self.current = None;
             let _ = wait_state("disabled", DETACH_TIMEOUT);
         }
+    }
+
+    /// The kernel-only knobs: the arm's values, the others as the kernel had them at the start.
+    fn set_kernel_only(&mut self, knobs: &[(String, String)]) -> Result<()> {
+        let Some(g) = self.guard.as_mut() else {
+            return Ok(());
+        };
+        let original = g.original().clone();
+        let now = KnobSnapshot::read()?;
+        for name in KERNEL_ONLY {
+            let Some(orig) = original.files.get(*name) else {
+                if knobs.iter().any(|(n, _)| n == name) {
+                    bail!("this kernel has no {name} knob");
+                }
+                continue;
+            };
+            let want = knobs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| kernel::selected_choice(orig));
+            if now.files.get(*name).map(|v| kernel::selected_choice(v)) != Some(want.clone()) {
+                g.set_file(name, &want)?;
+            }
+        }
+        Ok(())
     }
 
     fn set_kernel(&mut self, f: &FeatureSet, t: &Tunables) -> Result<()> {
@@ -750,6 +809,16 @@ mod tests {
             ArmSpec::parse("eevdf:NO_DELAY_ZERO+NO_RUN_TO_PARITY,base_slice_ns=3000000").unwrap();
         assert_eq!(b.features, vec!["NO_DELAY_ZERO", "NO_RUN_TO_PARITY"]);
         assert_eq!(b.tunables, vec!["base_slice_ns=3000000"]);
+        let k = ArmSpec::parse("eevdf,preempt=full,cgroup_mode=smp,nr_migrate=8").unwrap();
+        assert_eq!(k.tunables, vec!["nr_migrate=8"]);
+        assert_eq!(
+            k.kernel_knobs,
+            vec![
+                ("preempt".into(), "full".into()),
+                ("cgroup_mode".into(), "smp".into())
+            ]
+        );
+        assert!(ArmSpec::parse("lab,preempt=full").is_err());
         assert!(b.needs_root());
         let c = ArmSpec::parse("lab:NO_DELAY_ZERO DELAY_WAKE_COLD").unwrap();
         assert_eq!(c.kind, ArmKind::Lab);

@@ -48,7 +48,9 @@ ARM is one of
   lab[:FEATURES][,tunable=value...]     this scheduler, attached, features changed live
   scx:PATH [ARGS]                       another sched_ext scheduler binary (quote it)
 FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_TO_PARITY),
-applied on top of the kernel's settings at the start. Every setting the bench changes is
+applied on top of the kernel's settings at the start. Tunables: base_slice_ns, migration_cost_ns,
+nr_migrate, tunable_scaling; eevdf arms may also set the kernel-only preempt (none, voluntary,
+full, lazy; the lab preempts like full) and cgroup_mode. Every setting the bench changes is
 restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt).
 
 Example:
