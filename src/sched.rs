@@ -309,6 +309,19 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         drop(sched);
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
             info!("the kernel asked for a restart (CPU hotplug); reloading");
+            // update_sysctl(): on hotplug the kernel re-derives the base slice from the
+            // normalized one for the new CPU count, overwriting a base_slice_ns written since.
+            let t = &mut knobs.tunables;
+            let ncpus = crate::cli::online_cpus();
+            let base = t.normalized_slice_ns
+                * crate::features::scaling_factor(t.tunable_scaling, ncpus);
+            if base != t.base_slice_ns {
+                info!(
+                    "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",
+                    t.base_slice_ns
+                );
+                t.base_slice_ns = base;
+            }
             continue;
         }
         info!("detached");
