@@ -60,6 +60,16 @@ pub struct DaemonArgs {
     /// Describe every stats field and exit.
     #[arg(long)]
     pub help_stats: bool,
+
+    /// Diagnostic: at each pick, also count how far a scan of a deadline-sorted DSQ would go to
+    /// the first eligible entity (the dsq_scan_* stats), to compare with the tree search.
+    #[arg(long)]
+    pub measure_scan: bool,
+
+    /// Collect the BPF run time of every callback (turns on the kernel's bpf_stats, which costs
+    /// two clock reads per callback; the `bpf` line of the stats).
+    #[arg(long)]
+    pub bpf_stats: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +167,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 features: start.0,
                 tunables: start.1,
                 stats_interval: cli.daemon.stats,
+                measure_scan: cli.daemon.measure_scan,
+                bpf_stats: cli.daemon.bpf_stats,
             })?;
         }
         Some(Cmd::Monitor(args)) => monitor(&args)?,

@@ -350,6 +350,7 @@ fn params(features: u64) -> lab_params {
         normalized_slice: 700_000,
         migration_cost: 500_000,
         tick_ns: TICK,
+        measure_scan: 1,
     }
 }
 
@@ -1006,4 +1007,33 @@ fn newidle_statistics_follow_success() {
         }
         assert_eq!(ni.ratio, 1024);
     }
+}
+
+#[test]
+fn the_dsq_scan_diagnostic_counts_ineligible_entities_ahead_of_the_pick() {
+    // Heavy tasks run ahead of V with early deadlines; the pick (earliest eligible deadline) is
+    // then behind them in deadline order, which is what a sorted-DSQ scan would walk through.
+    let mut q = Q::new(defaults());
+    let light: Vec<u32> = (0..3).map(|_| q.spawn(15)).collect();
+    let heavy: Vec<u32> = (0..3).map(|_| q.spawn(88761)).collect();
+    for &h in &heavy {
+        let n = q.pick(false);
+        q.run(n, 300_000);
+        let _ = h;
+    }
+    let before = q.stat(lab_stat_LAB_ST_DSQ_SCAN_NODES);
+    let picks = q.stat(lab_stat_LAB_ST_PICK);
+    let n = q.pick(false);
+    assert!(n != 0);
+    let walked = q.stat(lab_stat_LAB_ST_DSQ_SCAN_NODES) - before;
+    assert_eq!(q.stat(lab_stat_LAB_ST_PICK), picks + 1);
+    // Brute force: entities in deadline order before the first eligible one, plus that one.
+    let v = q.v();
+    let mut order: Vec<u32> = check_tree(&q.cfs, &q.pool);
+    order.retain(|&m| m != q.cfs.curr);
+    let first_eligible = order.iter().position(|&m| !vgt(q.pool.se(m).vruntime, v));
+    if let Some(k) = first_eligible {
+        assert_eq!(walked, k as u64 + 1);
+    }
+    let _ = light;
 }

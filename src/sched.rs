@@ -7,6 +7,7 @@ use crate::eevdf::ffi;
 use crate::features::{FeatureSet, Tunables};
 use crate::stats::{self, Metrics};
 use anyhow::{Context, Result, bail};
+use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_stats::prelude::StatsServer;
@@ -28,6 +29,10 @@ pub struct RunOpts {
     pub tunables: Tunables,
     /// Print the stats every this many seconds while running.
     pub stats_interval: Option<f64>,
+    /// Count what a deadline-sorted DSQ scan would visit at each pick (a diagnostic).
+    pub measure_scan: bool,
+    /// Collect the BPF run time of every callback (the kernel's bpf_stats).
+    pub bpf_stats: bool,
 }
 
 /// The entity pool, mapped read-only (the stats read the running entities' vruntime from it).
@@ -90,6 +95,8 @@ pub struct Scheduler<'a> {
     stats_server: StatsServer<(), Metrics>,
     attached_at: Instant,
     nr_cpus: usize,
+    /// Keeps the kernel's BPF run-time statistics on while open (--bpf-stats).
+    bpf_stats: Option<std::os::fd::OwnedFd>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -149,6 +156,14 @@ impl<'a> Scheduler<'a> {
             .launch()
             .context("cannot start the stats server")?;
         let nr_cpus = libbpf_rs::num_possible_cpus()?.min(ffi::lab_consts_LAB_MAX_CPUS as usize);
+        if opts.measure_scan {
+            skel.maps.bss_data.as_mut().unwrap().measure_scan = 1;
+        }
+        let bpf_stats = if opts.bpf_stats {
+            Some(enable_bpf_stats()?)
+        } else {
+            None
+        };
         Ok(Self {
             skel,
             struct_ops,
@@ -157,6 +172,7 @@ impl<'a> Scheduler<'a> {
             stats_server,
             attached_at: Instant::now(),
             nr_cpus,
+            bpf_stats,
         })
     }
 
@@ -187,7 +203,21 @@ impl<'a> Scheduler<'a> {
                 .map(|se| (se.vruntime, se.weight));
             cpus.insert(cpu, stats::queue_state(&cfs, curr));
         }
-        Metrics::from_rows(&rows, cpus, self.attached_at.elapsed().as_secs_f64())
+        let mut callbacks = BTreeMap::new();
+        if self.bpf_stats.is_some() {
+            for prog in self.skel.object().progs() {
+                if let Some((calls, ns)) = prog_run_stats(prog.as_fd()) {
+                    let name = prog.name().to_string_lossy().to_string();
+                    callbacks.insert(name, stats::CallbackCost { calls, ns });
+                }
+            }
+        }
+        Metrics::from_rows(
+            &rows,
+            cpus,
+            callbacks,
+            self.attached_at.elapsed().as_secs_f64(),
+        )
     }
 
     /// Logs every change a CLI writer made since the last look.
@@ -247,6 +277,39 @@ impl Drop for Scheduler<'_> {
         self.struct_ops.take();
         control::unpin();
     }
+}
+
+/// Turns on the kernel's BPF run-time statistics for as long as the returned fd is open.
+fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: a plain syscall wrapper; a non-negative result is an fd we now own.
+    let fd = unsafe {
+        libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
+    };
+    if fd < 0 {
+        bail!(
+            "cannot enable BPF run-time statistics: {}",
+            std::io::Error::from_raw_os_error(-fd)
+        );
+    }
+    // SAFETY: see above.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// run_cnt and run_time_ns of a loaded program.
+fn prog_run_stats(fd: std::os::fd::BorrowedFd) -> Option<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: info is a zeroed bpf_prog_info of the size we pass.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+            fd.as_raw_fd(),
+            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
+            &mut len,
+        )
+    };
+    (ret == 0).then_some((info.run_cnt, info.run_time_ns))
 }
 
 /// The kernel's HZ: jiffies counted over 200 ms of monotonic time, rounded to the nearest
@@ -313,8 +376,8 @@ pub fn run(opts: &RunOpts) -> Result<()> {
             // normalized one for the new CPU count, overwriting a base_slice_ns written since.
             let t = &mut knobs.tunables;
             let ncpus = crate::cli::online_cpus();
-            let base = t.normalized_slice_ns
-                * crate::features::scaling_factor(t.tunable_scaling, ncpus);
+            let base =
+                t.normalized_slice_ns * crate::features::scaling_factor(t.tunable_scaling, ncpus);
             if base != t.base_slice_ns {
                 info!(
                     "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",

@@ -180,8 +180,35 @@ pub struct Metrics {
     pub pull_refused_load: u64,
     #[stat(desc = "pull candidates with migration disabled")]
     pub pull_refused_pinned: u64,
+    #[stat(
+        desc = "(--measure-scan) entities a first-eligible scan of a deadline-sorted DSQ would visit"
+    )]
+    pub dsq_scan_nodes: u64,
+    #[stat(desc = "(--measure-scan) picks where that scan stops at the first entity")]
+    pub dsq_scan_len_1: u64,
+    #[stat(desc = "(--measure-scan) ... at the second")]
+    pub dsq_scan_len_2: u64,
+    #[stat(desc = "(--measure-scan) ... at the 3rd-4th")]
+    pub dsq_scan_len_4: u64,
+    #[stat(desc = "(--measure-scan) ... at the 5th-8th")]
+    pub dsq_scan_len_8: u64,
+    #[stat(desc = "(--measure-scan) ... later")]
+    pub dsq_scan_len_more: u64,
     #[stat(desc = "per-CPU queues at the time of the sample")]
     pub cpus: BTreeMap<usize, CpuQueue>,
+    #[stat(desc = "BPF run time per callback (--bpf-stats)")]
+    pub callbacks: BTreeMap<String, CallbackCost>,
+}
+
+/// The BPF run time of one callback program (the kernel's bpf_stats: run_cnt, run_time_ns).
+#[stat_doc]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, Stats)]
+#[stat(desc = "BPF run time of one callback")]
+pub struct CallbackCost {
+    #[stat(desc = "calls")]
+    pub calls: u64,
+    #[stat(desc = "ns spent in the program")]
+    pub ns: u64,
 }
 
 /// The counter fields of [`Metrics`] in enum lab_stat order.
@@ -256,11 +283,22 @@ pub const COUNTERS: &[&str] = &[
     "pull_refused_hot",
     "pull_refused_load",
     "pull_refused_pinned",
+    "dsq_scan_nodes",
+    "dsq_scan_len_1",
+    "dsq_scan_len_2",
+    "dsq_scan_len_4",
+    "dsq_scan_len_8",
+    "dsq_scan_len_more",
 ];
 
 impl Metrics {
     /// Builds the counters from per-CPU rows (summed) and the queue states.
-    pub fn from_rows(rows: &[Vec<u64>], cpus: BTreeMap<usize, CpuQueue>, interval_s: f64) -> Self {
+    pub fn from_rows(
+        rows: &[Vec<u64>],
+        cpus: BTreeMap<usize, CpuQueue>,
+        callbacks: BTreeMap<String, CallbackCost>,
+        interval_s: f64,
+    ) -> Self {
         let mut sum = vec![0u64; COUNTERS.len()];
         for row in rows {
             for (s, v) in sum.iter_mut().zip(row) {
@@ -274,6 +312,7 @@ impl Metrics {
         let mut m: Metrics =
             serde_json::from_value(serde_json::Value::Object(json)).unwrap_or_default();
         m.cpus = cpus;
+        m.callbacks = callbacks;
         m.interval_s = interval_s;
         m
     }
@@ -401,6 +440,39 @@ impl Metrics {
             self.pull_refused_load,
             self.pull_refused_pinned
         )?;
+        if self.dsq_scan_len_1
+            + self.dsq_scan_len_2
+            + self.dsq_scan_len_4
+            + self.dsq_scan_len_8
+            + self.dsq_scan_len_more
+            > 0
+        {
+            let n = (self.dsq_scan_len_1
+                + self.dsq_scan_len_2
+                + self.dsq_scan_len_4
+                + self.dsq_scan_len_8
+                + self.dsq_scan_len_more)
+                .max(1);
+            writeln!(
+                w,
+                "dsqscan would-be DSQ scan: nodes/pick {:.2}  lengths 1:{} 2:{} 3-4:{} 5-8:{} >8:{}",
+                self.dsq_scan_nodes as f64 / n as f64,
+                self.dsq_scan_len_1,
+                self.dsq_scan_len_2,
+                self.dsq_scan_len_4,
+                self.dsq_scan_len_8,
+                self.dsq_scan_len_more
+            )?;
+        }
+        if !self.callbacks.is_empty() {
+            let parts: Vec<String> = self
+                .callbacks
+                .iter()
+                .filter(|(_, c)| c.calls > 0)
+                .map(|(k, c)| format!("{k} {:.0} ns x{}", c.ns as f64 / c.calls as f64, c.calls))
+                .collect();
+            writeln!(w, "bpf     {}", parts.join("  "))?;
+        }
         for (cpu, q) in &self.cpus {
             writeln!(
                 w,
@@ -454,6 +526,7 @@ pub fn server_data() -> StatsServerData<(), Metrics> {
     StatsServerData::new()
         .add_meta(Metrics::meta())
         .add_meta(CpuQueue::meta())
+        .add_meta(CallbackCost::meta())
         .add_ops("top", StatsOps { open, close: None })
 }
 
@@ -470,6 +543,18 @@ pub fn delta(now: &Metrics, prev: &Metrics) -> Metrics {
     let mut m: Metrics =
         serde_json::from_value(serde_json::Value::Object(json)).unwrap_or_default();
     m.cpus = now.cpus.clone();
+    m.callbacks = now
+        .callbacks
+        .iter()
+        .map(|(k, c)| {
+            let p = prev.callbacks.get(k).cloned().unwrap_or_default();
+            let d = CallbackCost {
+                calls: c.calls.saturating_sub(p.calls),
+                ns: c.ns.saturating_sub(p.ns),
+            };
+            (k.clone(), d)
+        })
+        .collect();
     m.interval_s = (now.interval_s - prev.interval_s).max(0.0);
     m
 }
@@ -580,7 +665,7 @@ mod tests {
                 .unwrap()
         );
         assert_eq!(
-            ffi::lab_stat_LAB_ST_PULL_REFUSED_PINNED as usize,
+            ffi::lab_stat_LAB_ST_DSQ_SCAN_LEN_MORE as usize,
             COUNTERS.len() - 1
         );
         let select = COUNTERS.iter().position(|c| *c == "select").unwrap();
@@ -602,16 +687,25 @@ mod tests {
                 ..Default::default()
             },
         );
-        let a = Metrics::from_rows(&[r0.clone(), r1.clone()], cpus, 1.0);
+        let a = Metrics::from_rows(&[r0.clone(), r1.clone()], cpus, BTreeMap::new(), 1.0);
         assert_eq!(a.cpus[&0].nr_queued, 2);
         assert_eq!(a.picks, 12);
         assert_eq!(a.preempt_wakeup, 3);
         r0[3] = 10;
-        let b = Metrics::from_rows(&[r0, r1], BTreeMap::new(), 3.0);
+        let mut cb = BTreeMap::new();
+        cb.insert(
+            "lab_dispatch".to_string(),
+            CallbackCost {
+                calls: 10,
+                ns: 5000,
+            },
+        );
+        let b = Metrics::from_rows(&[r0, r1], BTreeMap::new(), cb, 3.0);
         let d = delta(&b, &a);
         assert_eq!(d.picks, 5);
         assert_eq!(d.preempt_wakeup, 0);
         assert_eq!(d.interval_s, 2.0);
+        assert_eq!(d.callbacks["lab_dispatch"].calls, 10);
         let mut s = Vec::new();
         d.format(&mut s).unwrap();
         assert!(String::from_utf8(s).unwrap().contains("picks"));

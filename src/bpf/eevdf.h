@@ -738,6 +738,7 @@ struct lab_params {
 	u64 normalized_slice;	/* normalized_sysctl_sched_base_slice */
 	u64 migration_cost;	/* sysctl_sched_migration_cost */
 	u64 tick_ns;		/* TICK_NSEC */
+	u64 measure_scan;	/* count what a scan of a deadline-sorted DSQ would visit */
 };
 
 #define sched_feat(p, X) (((p)->features >> LAB_FEAT_##X) & 1)
@@ -1172,6 +1173,38 @@ LAB_INLINE void count_scan(u64 *st, u32 visited)
 }
 
 /*
+ * A diagnostic for the choice of data structure: a sched_ext scheduler that keeps its queue in a
+ * DSQ sorted by deadline finds the pick by scanning from the earliest deadline to the first
+ * eligible entity. Count how far that scan would go on this queue (bounded by the tree depth).
+ */
+LAB_INLINE void count_dsq_scan(struct lab_cfs *cfs, struct lab_pool *pool, u32 leftmost,
+			       u64 *st)
+{
+	const struct lab_se *curr = cfs_curr(cfs, pool);
+	u32 n = leftmost, len = LAB_TREE_MAX_DEPTH;
+	int i;
+
+	if (!st || !n)
+		return;
+	/* @len is only written on the way out (see pick_eevdf()). */
+	lab_for(i, 0, LAB_TREE_MAX_DEPTH) {
+		if (!n) {
+			len = i;
+			break;
+		}
+		if (vruntime_eligible(cfs, curr, SE(pool, n)->vruntime)) {
+			len = i + 1;
+			break;
+		}
+		n = rb_next(pool, n);
+	}
+	st[LAB_ST_DSQ_SCAN_NODES] += len;
+	lab_count(st, len <= 1 ? LAB_ST_DSQ_SCAN_LEN_1 : len <= 2 ? LAB_ST_DSQ_SCAN_LEN_2 :
+		  len <= 4 ? LAB_ST_DSQ_SCAN_LEN_4 : len <= 8 ? LAB_ST_DSQ_SCAN_LEN_8 :
+		  LAB_ST_DSQ_SCAN_LEN_MORE);
+}
+
+/*
  * pick_eevdf(): the eligible entity with the earliest deadline, with its shortcuts in the
  * kernel's order: a lone entity; the next buddy (PICK_BUDDY); curr while its slice is protected;
  * the leftmost entity if eligible; else a descent that goes left whenever the left subtree holds
@@ -1187,6 +1220,8 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 
 	lab_count(st, LAB_ST_PICK);
 	leftmost = rb_first(cfs, pool);
+	if (p->measure_scan)
+		count_dsq_scan(cfs, pool, leftmost, st);
 	if (cfs->nr_queued == 1) {
 		if (curr_n) {
 			lab_count(st, LAB_ST_PICK_CURR);

@@ -148,6 +148,13 @@ enum lab_stat {
 	LAB_ST_PULL_REFUSED_HOT,	/* cache hot (migration_cost_ns, CACHE_HOT_BUDDY) */
 	LAB_ST_PULL_REFUSED_LOAD,	/* too heavy for the imbalance (periodic balance) */
 	LAB_ST_PULL_REFUSED_PINNED,	/* migration disabled */
+	/* diagnostics (--measure-scan): what a scan of a deadline-sorted DSQ would have visited */
+	LAB_ST_DSQ_SCAN_NODES,		/* entities a first-eligible scan from the earliest deadline visits */
+	LAB_ST_DSQ_SCAN_LEN_1,		/* picks where that scan would stop at the first entity */
+	LAB_ST_DSQ_SCAN_LEN_2,		/* ... at the second */
+	LAB_ST_DSQ_SCAN_LEN_4,		/* ... at the 3rd-4th */
+	LAB_ST_DSQ_SCAN_LEN_8,		/* ... at the 5th-8th */
+	LAB_ST_DSQ_SCAN_LEN_MORE,	/* ... later */
 	LAB_NR_STATS,
 };
 

@@ -141,6 +141,9 @@ u64 tick_ns = 4000000;
 u64 probe_jiffies, probe_ns;
 extern const void jiffies_64 __ksym;	/* untyped: not in the kernel's BTF */
 
+/* Set by user space (--measure-scan): count the DSQ-scan diagnostic of pick_eevdf(). */
+u64 measure_scan;
+
 /* Slot allocation failures (the pool is full). */
 u64 nr_alloc_fail;
 
@@ -221,6 +224,7 @@ static __always_inline const struct lab_params *params_get(void)
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
 	}
+	pc->params.measure_scan = measure_scan;
 	return &pc->params;
 }
 
