@@ -126,6 +126,17 @@ impl<'a> Scheduler<'a> {
         let mut skel =
             scx_ops_load!(skel, lab_ops, uei).context("cannot load the BPF scheduler")?;
 
+        if log::log_enabled!(log::Level::Debug) {
+            for prog in skel.object().progs() {
+                if let Some(n) = prog_verified_insns(prog.as_fd()) {
+                    log::debug!(
+                        "{}: {n} instructions verified",
+                        prog.name().to_string_lossy()
+                    );
+                }
+            }
+        }
+
         // TICK_NSEC bounds lag (entity_lag()); the kernel's HZ is not in its BTF, so measure it.
         let hz = measure_hz(&skel)?;
         skel.maps.data_data.as_mut().unwrap().tick_ns = 1_000_000_000 / hz;
@@ -310,6 +321,22 @@ fn prog_run_stats(fd: std::os::fd::BorrowedFd) -> Option<(u64, u64)> {
         )
     };
     (ret == 0).then_some((info.run_cnt, info.run_time_ns))
+}
+
+/// How many instructions the verifier processed for a loaded program (the load-time cost).
+fn prog_verified_insns(fd: std::os::fd::BorrowedFd) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: info is a zeroed bpf_prog_info of the size we pass.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+            fd.as_raw_fd(),
+            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
+            &mut len,
+        )
+    };
+    (ret == 0).then_some(info.verified_insns)
 }
 
 /// The kernel's HZ: jiffies counted over 200 ms of monotonic time, rounded to the nearest

@@ -110,22 +110,25 @@ static u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool, const struc
 }
 
 /* detach_task(): take @n off @src if it is still a movable entity there. */
-static bool detach_entity(struct lab_pool *pool, u32 n, s32 src, const struct lab_params *params,
-			  u64 now, u64 *st)
+__noinline int lab_detach(u32 n, s32 src, u64 now)
 {
+	const struct lab_params *params = params_get();
+	struct lab_pool *pool = pool_get();
 	struct lab_rq *rq = rq_get(src);
-	struct lab_se *se = SE(pool, n);
-	bool ok = false;
+	u64 *st = stats_row();
+	struct lab_se *se;
+	int ok = 0;
 
-	if (!rq)
-		return false;
+	if (!pool || !rq)
+		return 0;
+	se = SE(pool, n);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == src && se->custody && !se->running && !se->delayed) {
 		rq_load_touch(rq, pool, now);
 		dequeue_entity(&rq->cfs, pool, n, 0, params, st);
 		se->custody = 0;
 		se->cpu = -1;
-		ok = true;
+		ok = 1;
 	}
 	bpf_spin_unlock(&rq->lock);
 	return ok;
@@ -139,7 +142,7 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 {
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
-	u32 cands[LAB_PULL_CANDIDATES] = {}, nr, i;
+	u32 cands[LAB_PULL_CANDIDATES] = {}, nr, i, slot = 0;
 	struct task_struct *t = NULL;
 	s32 dst = pl->dst, src = pl->src;
 	u64 *st = pl->st;
@@ -161,8 +164,9 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 			lab_count(st, LAB_ST_PULL_REFUSED_PINNED);
 		} else if (pl->max_load >= 0 && (task_load(c) >> (pl->failed & 31)) > pl->max_load) {
 			lab_count(st, LAB_ST_PULL_REFUSED_LOAD);
-		} else if (detach_entity(pool, cands[i], src, pl->params, pl->now, st)) {
+		} else if (lab_detach(cands[i], src, pl->now)) {
 			t = c;
+			slot = cands[i];
 			break;
 		}
 		bpf_task_release(c);
@@ -172,18 +176,8 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 	/* attach_task(): placed on the puller's queue (no wakeup preemption check here); a task
 	 * the puller does not dispatch right away goes back into the scheduler's custody. */
 	join_queue(t, dst, false);
-	if (pl->custody) {
-		struct lab_rq *drq = rq_get(dst);
-		struct task_ctx *tc = tctx_get(t);
-		u32 n = tc ? tc->slot : 0;
-
-		if (drq && n) {
-			bpf_spin_lock(&drq->lock);
-			if (SE(pool, n)->on_rq && SE(pool, n)->cpu == dst)
-				SE(pool, n)->custody = 1;
-			bpf_spin_unlock(&drq->lock);
-		}
-	}
+	if (pl->custody)
+		lab_undispatch(slot, dst);
 	return t;
 }
 

@@ -234,17 +234,6 @@ static __always_inline u32 task_weight(const struct task_struct *p)
 	return lab_task_weight(p->static_prio, p->policy == LAB_SCHED_IDLE);
 }
 
-/* A custom slice (sched_setattr's sched_runtime) is kept by the kernel for SCHED_EXT tasks too. */
-static __always_inline void task_slice(const struct task_struct *p, struct lab_se *se)
-{
-	if (p->se.custom_slice) {
-		se->custom_slice = 1;
-		se->slice = lab_custom_slice(p->se.slice);
-	} else {
-		se->custom_slice = 0;
-	}
-}
-
 /* Bring the queue's load average up to @now with the weight it held until now (call with the
  * queue locked, before changing what is queued). Ghosts count, as delayed tasks keep load. */
 static __always_inline void rq_load_touch(struct lab_rq *rq, struct lab_pool *pool, u64 now)
@@ -317,25 +306,35 @@ static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *po
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Moving an entity between queues (never holding two queue locks)
+ * Queue operations
+ *
+ * The non-static functions below are global BPF subprograms: the verifier checks each once, not
+ * once per callback that calls it, which keeps the load time down under emulation. They take
+ * scalars (and the task's storage), look up the rest themselves, and are never called with a
+ * queue lock held. Moving an entity between queues never holds two queue locks.
  */
+
+__noinline int lab_undispatch(u32 slot, s32 cpu);
 
 /*
  * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP: the lag is saved and,
  * with PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead.
  */
-static void leave_queue(struct lab_pool *pool, u32 n, const struct lab_params *p, u64 now,
-			u64 *st)
+__noinline int lab_leave(u32 n, u64 now)
 {
-	struct lab_se *se = SE(pool, n);
+	const struct lab_params *p = params_get();
+	struct lab_pool *pool = pool_get();
+	u64 *st = stats_row();
 	struct lab_rq *rq;
-	s32 cpu = se->cpu;
+	struct lab_se *se;
+	s32 cpu;
 
-	if (cpu < 0 || !se->on_rq)
-		return;
-	rq = rq_get(cpu);
-	if (!rq)
-		return;
+	if (!pool)
+		return 0;
+	se = SE(pool, n);
+	cpu = se->cpu;
+	if (cpu < 0 || !se->on_rq || !(rq = rq_get(cpu)))
+		return 0;
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == cpu) {
 		rq_load_touch(rq, pool, now);
@@ -350,17 +349,18 @@ static void leave_queue(struct lab_pool *pool, u32 n, const struct lab_params *p
 		se->cpu = -1;
 	}
 	bpf_spin_unlock(&rq->lock);
+	return 0;
 }
 
 /*
- * enqueue_task_fair()'s EEVDF part for @p on @cpu: a ghost on this queue requeues, anything else
- * is placed. A ghost elsewhere (it woke on another CPU) is finalized there first.
+ * enqueue_task_fair()'s EEVDF part for the task of @tc on @cpu: a ghost on this queue requeues,
+ * anything else is placed (as a new task with @initial). A ghost elsewhere (it woke on another
+ * CPU) is finalized there first. @custom_slice is the task's sched_runtime slice, 0 for none.
  */
-static void join_queue(struct task_struct *p, s32 cpu, bool initial)
+__noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_slice)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(p);
 	u64 *st = stats_row(), total, now = scx_bpf_now();
 	struct lab_rq *rq;
 	struct lab_se *se;
@@ -368,11 +368,11 @@ static void join_queue(struct task_struct *p, s32 cpu, bool initial)
 	u32 n;
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
-		return;
+		return 0;
 	n = tc->slot;
 	se = SE(pool, n);
 	if (se->on_rq && se->cpu != cpu)
-		leave_queue(pool, n, params, now, st);
+		lab_leave(n, now);
 	if (!se->on_rq)
 		pelt_update(&tc->load, now, 0);	/* it was asleep */
 	if (tc->last_cpu >= 0 && tc->last_cpu != cpu)
@@ -387,12 +387,23 @@ static void join_queue(struct task_struct *p, s32 cpu, bool initial)
 		if (se->delayed)
 			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
 	} else if (!se->on_rq) {
-		task_slice(p, se);
+		se->custom_slice = custom_slice != 0;
+		if (custom_slice)
+			se->slice = custom_slice;
 		se->cpu = cpu;
 		enqueue_entity(&rq->cfs, pool, n, (initial || se->is_new) ? LAB_PLACE_INITIAL : 0,
 			       params, st);
 	}
 	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+/* lab_join() for @p (its sched_setattr() custom slice read here). */
+static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool initial)
+{
+	u64 custom = p->se.custom_slice ? lab_custom_slice(p->se.slice) : 0;
+
+	lab_join(tctx_get(p), cpu, initial, custom);
 }
 
 #include "select.bpf.h"
@@ -427,7 +438,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	cpu = se->cpu;
 	if (se->delayed && cpu >= 0) {
 		if (sched_feat(params, DELAY_WAKE_COLD) && now - se->last_ran > params->migration_cost) {
-			leave_queue(pool, tc->slot, params, now, stats_row());
+			lab_leave(tc->slot, now);
 			stat_inc(LAB_ST_SELECT_WAKE_COLD);
 		} else if (!sched_feat(params, DELAY_REQUEUE_SELECT) && allowed(p, cpu)) {
 			stat_inc(LAB_ST_SELECT_GHOST);
@@ -442,40 +453,42 @@ void BPF_STRUCT_OPS(lab_runnable, struct task_struct *p, u64 enq_flags)
 	join_queue(p, scx_bpf_task_cpu(p), enq_flags & LAB_ENQUEUE_INITIAL);
 }
 
-void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
+/* Bits of lab_enqueue_entity()'s @wk: what wakeup_preempt_fair() needs to know of the wakeup. */
+#define LAB_WK_CHECK	1	/* a wakeup (or a new task): check preemption */
+#define LAB_WK_FORK	2
+#define LAB_WK_SYNC	4
+#define LAB_WK_IDLE	8	/* the wakee is SCHED_IDLE */
+#define LAB_WK_NORMAL	16	/* the wakee's policy is SCHED_NORMAL or SCHED_EXT */
+
+/*
+ * ops.enqueue's queue part: entity @n on @cpu comes into the scheduler's custody; for a wakeup,
+ * wakeup_preempt_fair() decides against the running entity. Returns the preemption reason.
+ */
+__noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(p);
-	s32 cpu = scx_bpf_task_cpu(p), pid;
 	struct lab_wakeup wk = {};
 	u64 *st = stats_row(), total;
-	bool initial = enq_flags & LAB_ENQUEUE_INITIAL;
 	int preempt = LAB_PREEMPT_NO;
 	struct lab_rq *rq;
 	struct lab_se *se;
-	u32 n;
+	s32 pid;
 
-	if (!pool || !tc || !(rq = rq_get(cpu)))
-		return;
-	n = tc->slot;
+	if (!pool || !(rq = rq_get(cpu)))
+		return 0;
 	se = SE(pool, n);
-	/* Joined elsewhere, or not at all (a move the kernel made without ops.runnable). */
-	if (!se->on_rq || se->cpu != cpu || se->delayed)
-		join_queue(p, cpu, initial);
-
-	wk.fork = initial;
-	wk.sync = tc->wake_flags & SCX_WAKE_SYNC;
+	wk.fork = wk_bits & LAB_WK_FORK;
+	wk.sync = wk_bits & LAB_WK_SYNC;
 	wk.rq_selected = true;
-	wk.wakee_idle = p->policy == LAB_SCHED_IDLE;
-	wk.wakee_normal = p->policy == LAB_SCHED_NORMAL || p->policy == LAB_SCHED_EXT;
-	tc->wake_flags = 0;
+	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
+	wk.wakee_normal = wk_bits & LAB_WK_NORMAL;
 
 	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	se->custody = 1;
-	if ((enq_flags & SCX_ENQ_WAKEUP || initial) && rq->cfs.curr && rq->cfs.curr != n &&
-	    se->on_rq && se->cpu == cpu) {
+	if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
+	    se->cpu == cpu) {
 		struct lab_se *curr = SE(pool, rq->cfs.curr);
 
 		account_curr(&rq->cfs, pool, total, pid, params, st);
@@ -486,8 +499,38 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 			rq->kicked = 1;
 	}
 	bpf_spin_unlock(&rq->lock);
+	return preempt;
+}
 
-	if (preempt)
+void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	bool initial = enq_flags & LAB_ENQUEUE_INITIAL;
+	struct lab_se *se;
+	u32 wk = 0;
+
+	if (!pool || !tc)
+		return;
+	se = SE(pool, tc->slot);
+	/* Joined elsewhere, or not at all (a move the kernel made without ops.runnable). */
+	if (!se->on_rq || se->cpu != cpu || se->delayed)
+		join_queue(p, cpu, initial);
+
+	if ((enq_flags & SCX_ENQ_WAKEUP) || initial)
+		wk |= LAB_WK_CHECK;
+	if (initial)
+		wk |= LAB_WK_FORK;
+	if (tc->wake_flags & SCX_WAKE_SYNC)
+		wk |= LAB_WK_SYNC;
+	if (p->policy == LAB_SCHED_IDLE)
+		wk |= LAB_WK_IDLE;
+	if (p->policy == LAB_SCHED_NORMAL || p->policy == LAB_SCHED_EXT)
+		wk |= LAB_WK_NORMAL;
+	tc->wake_flags = 0;
+
+	if (lab_enqueue_entity(tc->slot, cpu, wk))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
@@ -504,26 +547,29 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 	tc = tctx_get(p);
 	if (!pool || !tc)
 		return;
-	leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
+	lab_leave(tc->slot, scx_bpf_now());
 }
 
-void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
+/* What lab_dispatch_pick() found. */
+#define LAB_PICK_NONE	0	/* nothing to run: balance */
+#define LAB_PICK_KEEP	-1	/* keep prev running */
+#define LAB_PICK_BUSY	-2	/* the pick is not ours to dispatch (already dispatched) */
+
+/*
+ * pick_task_fair(): account prev, pick (finalizing ghosts). Returns a slot to dispatch (taken
+ * out of the scheduler's custody), or one of LAB_PICK_*.
+ */
+__noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
-	u64 *st = stats_row(), total = 0, now = scx_bpf_now();
-	struct task_struct *t;
-	bool keep = false;
-	s32 prev_pid = 0;
-	u32 n, slot = 0;
+	u64 *st = stats_row();
+	long ret = LAB_PICK_NONE;
+	u32 n;
 
 	if (!pool || !rq)
-		return;
-	if (prev) {
-		total = exec_now(prev, cpu);
-		prev_pid = prev->pid;
-	}
+		return LAB_PICK_NONE;
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
 	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
@@ -533,41 +579,73 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 
 		lab_count(st, LAB_ST_DISPATCH);
 		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
-			keep = true;
+			ret = LAB_PICK_KEEP;
 			lab_count(st, LAB_ST_DISPATCH_KEEP);
 		} else if (se->custody) {
 			se->custody = 0;
-			slot = n;
+			ret = n;
+		} else {
+			ret = LAB_PICK_BUSY;
 		}
 	}
 	bpf_spin_unlock(&rq->lock);
+	return ret;
+}
 
-	if (keep && prev) {
+/* Give @slot back to the custody of @cpu's queue after a dispatch that could not happen. */
+__noinline int lab_undispatch(u32 slot, s32 cpu)
+{
+	struct lab_pool *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+
+	if (!pool || !rq)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu)
+		SE(pool, slot)->custody = 1;
+	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 total = 0, now = scx_bpf_now();
+	struct task_struct *t;
+	s32 prev_pid = 0;
+	struct lab_rq *rq;
+	long slot;
+
+	if (prev) {
+		total = exec_now(prev, cpu);
+		prev_pid = prev->pid;
+	}
+	slot = lab_dispatch_pick(cpu, total, prev_pid, now);
+	if (slot == LAB_PICK_KEEP && prev) {
 		scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
 		return;
 	}
-	if (!n) {
+	if (slot == LAB_PICK_NONE) {
 		/* Nothing left here: sched_balance_newidle(). */
-		t = newidle_balance(cpu, rq, params, now, st);
+		rq = rq_get(cpu);
+		if (!rq)
+			return;
+		t = newidle_balance(cpu, rq, params_get(), now, stats_row());
 		if (!t)
 			return;
 		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 		bpf_task_release(t);
 		return;
 	}
-	if (!slot)
+	if (slot <= 0)
 		return;
 	t = slot_task(slot);
-	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr) && !(t->migration_disabled &&
-	    scx_bpf_task_cpu(t) != cpu)) {
+	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
+	    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
 		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 	} else {
 		/* Give the entity back to the queue's custody and try again shortly. */
 		stat_inc(LAB_ST_DISPATCH_MISS);
-		bpf_spin_lock(&rq->lock);
-		if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu)
-			SE(pool, slot)->custody = 1;
-		bpf_spin_unlock(&rq->lock);
+		lab_undispatch(slot, cpu);
 	}
 	if (t)
 		bpf_task_release(t);
@@ -613,27 +691,22 @@ static void hrtick_cancel(s32 cpu)
 	}
 }
 
-void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
+/*
+ * set_next_task_fair(): entity @n starts running on @cpu (@sum_exec: its execution time so far).
+ * Returns how long until its deadline when the hrtick should be armed, else 0.
+ */
+__noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(p);
-	s32 cpu = scx_bpf_task_cpu(p);
-	u64 hrtick_ns = 0;
-	struct lab_rq *rq;
-	struct lab_se *se;
-	u32 n;
-
-	u64 now = scx_bpf_now();
+	struct lab_rq *rq = rq_get(cpu);
 	struct lab_cpu *pc;
+	struct lab_se *se;
+	long hrtick_ns = 0;
 
-	if (!pool || !tc || !(rq = rq_get(cpu)))
-		return;
-	n = tc->slot;
+	if (!pool || !rq)
+		return 0;
 	se = SE(pool, n);
-	if (!se->on_rq || se->cpu != cpu || se->delayed)
-		join_queue(p, cpu, false);
-
 	pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
 	bpf_spin_lock(&rq->lock);
 	pelt_update(&rq->util, now, pc->running ? LAB_SCHED_CAPACITY : 0);
@@ -642,18 +715,35 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 		set_next_entity(&rq->cfs, pool, n, params);
 		se->running = 1;
 		se->custody = 0;
-		se->exec_snap = p->se.sum_exec_runtime;
+		se->exec_snap = sum_exec;
 		rq->kicked = 0;
 		/* hrtick_start_fair(): only when there is someone to switch to. */
 		if (sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1) {
 			s64 vdelta = (s64)(se->deadline - se->vruntime);
 
-			hrtick_ns = vdelta > 0 ? (u64)vdelta * se->weight / NICE_0_LOAD : 1;
+			hrtick_ns = vdelta > 0 ? (long)((u64)vdelta * se->weight / NICE_0_LOAD) : 1;
 		}
 	}
 	bpf_spin_unlock(&rq->lock);
-	if (hrtick_ns)
-		hrtick_start(cpu, n, hrtick_ns);
+	return hrtick_ns;
+}
+
+void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct lab_se *se;
+	long hrtick_ns;
+
+	if (!pool || !tc)
+		return;
+	se = SE(pool, tc->slot);
+	if (!se->on_rq || se->cpu != cpu || se->delayed)
+		join_queue(p, cpu, false);
+	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
+	if (hrtick_ns > 0)
+		hrtick_start(cpu, tc->slot, hrtick_ns);
 }
 
 void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
@@ -689,32 +779,22 @@ void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 	bpf_spin_unlock(&rq->lock);
 }
 
-void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
+/* dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost. */
+__noinline int lab_dequeue_entity(u32 n, u32 flags, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(p);
-	u64 *st = stats_row(), now;
+	u64 *st = stats_row();
 	struct lab_rq *rq;
 	struct lab_se *se;
-	int flags = 0;
 	s32 cpu;
-	u32 n;
 
-	if (!pool || !tc)
-		return;
-	n = tc->slot;
+	if (!pool)
+		return 0;
 	se = SE(pool, n);
 	cpu = se->cpu;
 	if (cpu < 0 || !(rq = rq_get(cpu)))
-		return;
-	if (deq_flags & SCX_DEQ_SLEEP) {
-		flags = LAB_DEQ_SLEEP;
-		if (p->__state & LAB_SPECIAL_STATES)
-			flags |= LAB_DEQ_SPECIAL;
-	}
-	now = scx_bpf_now();
-	pelt_update(&tc->load, now, se->weight);	/* it was runnable until now */
+		return 0;
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
 	if (se->on_rq && se->cpu == cpu) {
@@ -724,6 +804,26 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 			se->cpu = -1;
 	}
 	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(p);
+	u32 flags = 0;
+	u64 now;
+
+	if (!pool || !tc)
+		return;
+	if (deq_flags & SCX_DEQ_SLEEP) {
+		flags = LAB_DEQ_SLEEP;
+		if (p->__state & LAB_SPECIAL_STATES)
+			flags |= LAB_DEQ_SPECIAL;
+	}
+	now = scx_bpf_now();
+	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);	/* runnable until now */
+	lab_dequeue_entity(tc->slot, flags, now);
 }
 
 /* update_idle_cpu_scan() for @cpu's LLC, at most every 4 ms from whichever CPU ticks first. */
@@ -744,50 +844,62 @@ static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
 	llc_nr_idle_scan[llc] = nr_idle_scan_math(sum, size, 117);
 }
 
-void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
+/* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason. */
+__noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+	u64 *st = stats_row();
+	int resched;
+
+	if (!pool || !rq)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	rq_load_touch(rq, pool, now);
+	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
+	resched = account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
+	if (resched)
+		rq->kicked = 1;
+	bpf_spin_unlock(&rq->lock);
+	return resched;
+}
+
+void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
+{
+	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 *st = stats_row(), now = scx_bpf_now();
+	u64 now = scx_bpf_now();
 	struct lab_rq *rq;
 	int resched;
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
 	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);
-	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
-	resched = account_curr(&rq->cfs, pool, p->se.sum_exec_runtime, p->pid, params, st);
-	if (resched)
-		rq->kicked = 1;
-	bpf_spin_unlock(&rq->lock);
+	resched = lab_tick_account(cpu, p->se.sum_exec_runtime, p->pid, now);
 	if (resched) {
-		lab_count(st, resched == LAB_RESCHED_DEADLINE ? LAB_ST_PREEMPT_TICK_DEADLINE :
-							      LAB_ST_PREEMPT_TICK_PROTECT);
+		stat_inc(resched == LAB_RESCHED_DEADLINE ? LAB_ST_PREEMPT_TICK_DEADLINE :
+							 LAB_ST_PREEMPT_TICK_PROTECT);
 		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */
 		scx_bpf_task_set_slice(p, 0);
 	}
 	update_idle_cpu_scan(cpu, now);
-	periodic_balance(cpu, rq, params, now, st);
+	periodic_balance(cpu, rq, params_get(), now, stats_row());
 }
 
-void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
+/* reweight_task_fair(): entity @n gets @weight, keeping its lag (and V). */
+__noinline int lab_reweight(u32 n, u32 weight)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(p);
-	u32 weight = task_weight(p), n;
 	u64 *st = stats_row();
 	struct lab_rq *rq;
 	struct lab_se *se;
 	s32 cpu;
 
-	if (!pool || !tc)
-		return;
-	n = tc->slot;
+	if (!pool)
+		return 0;
 	se = SE(pool, n);
 	cpu = se->cpu;
 	if (se->on_rq && cpu >= 0 && (rq = rq_get(cpu))) {
@@ -800,6 +912,15 @@ void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 	} else {
 		reweight_entity(NULL, pool, n, weight, params, NULL);
 	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
+{
+	struct task_ctx *tc = tctx_get(p);
+
+	if (tc)
+		lab_reweight(tc->slot, task_weight(p));
 }
 
 /* A ghost whose CPU left its affinity is finalized (the kernel dequeues it on migration). */
@@ -813,7 +934,7 @@ void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask
 		return;
 	se = SE(pool, tc->slot);
 	if (se->delayed && se->cpu >= 0 && !bpf_cpumask_test_cpu(se->cpu, cpumask))
-		leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
+		lab_leave(tc->slot, scx_bpf_now());
 }
 
 bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
@@ -906,7 +1027,7 @@ void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc)
-		leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
+		lab_leave(tc->slot, scx_bpf_now());
 }
 
 void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
@@ -920,7 +1041,7 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 
 	if (!pool || !tc || !tc->slot)
 		return;
-	leave_queue(pool, tc->slot, params_get(), scx_bpf_now(), stats_row());
+	lab_leave(tc->slot, scx_bpf_now());
 	slot = tc->slot;
 	ref = bpf_map_lookup_elem(&lab_task_refs, &slot);
 	if (ref) {
