@@ -18,8 +18,12 @@ for pairs in 1 4; do
 	picked=$(delta "$b" "$a" 4) selects=$(delta "$b" "$a" 6)
 	note "DELAY_DEQUEUE, $pairs pair(s): ghosts created $created, picked $picked, requeued $requeued; wakeups $selects, of which back to the ghost's CPU $home"
 	check "$pairs pair(s): ghosts are created" [ "$created" -gt 0 ]
-	check "$pairs pair(s): woken ghosts return to their CPU without selection" [ "$home" -gt 0 ]
-	check "$pairs pair(s): every ghost wakeup is a requeue on its CPU" [ "$requeued" -ge $((home * 9 / 10)) ]
+	# With one pair on 4 CPUs each task is mostly alone on its CPU (always eligible), so ghosts
+	# are rare and may all be picked before they wake; with four pairs they wake all the time.
+	[ "$pairs" -gt 1 ] && check "$pairs pairs: ghosts wake up" [ "$home" -gt 0 ]
+	check "$pairs pair(s): every woken ghost went back to its CPU without selection" \
+		[ "$home" -ge $((requeued * 9 / 10)) ]
+	check "$pairs pair(s): ... and requeued there" [ "$requeued" -ge $((home * 9 / 10)) ]
 done
 
 scx_eevdf_lab features NO_DELAY_DEQUEUE >/dev/null 2>&1 || fail "features NO_DELAY_DEQUEUE"
