@@ -14,7 +14,9 @@ for t in $tests; do
 	rc=$?
 	# Leave no scheduler behind for the next test.
 	if [ "$(cat /sys/kernel/sched_ext/state)" != disabled ]; then
-		pkill -INT scx_eevdf_lab; sleep 1; pkill -KILL scx_eevdf_lab
+		# (busybox has no pkill)
+		kill -INT $(pidof scx_eevdf_lab) 2>/dev/null; sleep 1; kill -KILL $(pidof scx_eevdf_lab) 2>/dev/null
+		n=50; while [ "$(cat /sys/kernel/sched_ext/state)" != disabled ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 	fi
 	rm -rf /sys/fs/bpf/scx_eevdf_lab
 	if [ $rc -eq 0 ]; then
