@@ -2,12 +2,12 @@
 #  1. every feature is toggled away from its setting and back with `scx_eevdf_lab features X`;
 #     the line printed afterwards differs from the previous one in exactly that token, and after
 #     toggling everything back it equals the original line;
-#  2. turning a feature off stops the counters only it drives: over a 2.5 s window under the load
+#  2. turning a feature off stops the counters only it drives: over a 1.5 s window under the load
 #     they stay flat (e.g. NO_WAKEUP_PREEMPTION: preempt_wakeup, preempt_short...), while the same
 #     window with the feature on moves them.
 . ./lib.sh
 
-WIN=2.5
+WIN=1.5
 LOAD=
 stop_load() { [ -n "$LOAD" ] && kill -INT $LOAD 2>/dev/null && wait $LOAD; LOAD=; }
 trap stop_load EXIT
