@@ -58,13 +58,40 @@ stress_mix() { # stress_mix SECONDS [EXTRA ARGS]
 		--metrics-brief "$@" >/tmp/stress.log 2>&1
 }
 
-# counters NAME...: the running scheduler's cumulative counters (since attach), space-separated.
+# --- helpers of the EEVDF-core and live-control tests (t-2x, t-3x) ---------------------------
+
+KNOBS_PIN=/sys/fs/bpf/scx_eevdf_lab/knobs
+
+# counters NAME...: the named counters summed since attach (a fresh monitor connection's first
+# sample), space-separated on one line.
 counters() {
-	args=""
-	for f in "$@"; do args="$args --field $f"; done
-	# shellcheck disable=SC2086
-	scx_eevdf_lab monitor --count 1 $args
+	set -- $(for f in "$@"; do printf -- '--field %s ' "$f"; done)
+	scx_eevdf_lab monitor --count 1 0.1 "$@"
 }
+
+# knob_seq: the seq of the pinned knobs, which every write bumps (read with bpftool).
+knob_seq() {
+	bpftool map dump pinned "$KNOBS_PIN" | awk -F: '/"seq"/ {gsub(/[^0-9]/, "", $2); print $2}'
+}
+
+# bench_csv FILE: a bench runs.csv with the commas inside quoted fields (arm labels with
+# tunables) turned into ';' and the quotes dropped, so that awk -F, sees the columns:
+# 1 index 2 round 3 arm 4 workload 5 discarded 6 valid 7 metric 8 value 9 ops 10 elapsed_s
+# 11 voluntary 12 involuntary 13 run_delay_ns 14 migrations 15 invalid_reasons
+bench_csv() {
+	awk -F'"' -v OFS='' '{for (i = 2; i <= NF; i += 2) gsub(",", ";", $i)} 1' "$1"
+}
+
+# median: the median of the numbers on stdin, one per line (fails on no input).
+median() {
+	sort -n | awk '{v[NR] = $1} END {if (!NR) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+# feature_names: every feature the running scheduler knows, in its order, without NO_.
+feature_names() {
+	scx_eevdf_lab features | tr ' ' '\n' | sed -n 's/^NO_//; /./p'
+}
+
 # delta BEFORE AFTER INDEX: the difference of the INDEX-th (1-based) of two counters() lines.
 delta() { echo "$1 $2" | awk -v i="$3" -v n="$(echo "$1" | wc -w)" '{ print $(n + i) - $i }'; }
 
