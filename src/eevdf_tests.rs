@@ -801,6 +801,33 @@ fn short_slice_wakees_preempt_only_with_preempt_short() {
     }
 }
 
+/// Three equal tasks, the first picked; returns update_curr()'s answers after it ran 0.1, 0.6 and
+/// 0.8 ms in all.
+fn protection_answers(f: u64) -> [i32; 3] {
+    let mut q = Q::new(params(f));
+    let a = q.spawn(1024);
+    q.spawn(1024);
+    q.spawn(1024);
+    let n = q.pick(true);
+    assert_eq!(n, a, "the first spawned has the earliest deadline");
+    [q.run(n, 100_000), q.run(n, 500_000), q.run(n, 200_000)]
+}
+
+#[test]
+fn run_to_parity_protects_the_slice_and_its_absence_only_a_quantum() {
+    const NONE: i32 = lab_resched_LAB_RESCHED_NONE as i32;
+    const PROTECT: i32 = lab_resched_LAB_RESCHED_PROTECT as i32;
+    let on = crate::features::FeatureSet::defaults().0;
+    let (rtp, short) = (feat("RUN_TO_PARITY"), feat("PREEMPT_SHORT"));
+    // Uniform slices: RUN_TO_PARITY protects up to the deadline (1.05 ms for a new task).
+    assert_eq!(protection_answers(on), [NONE; 3]);
+    assert_eq!(protection_answers(on & !short), [NONE; 3]);
+    // Without it, the unscaled 0.7 ms quantum, whatever PREEMPT_SHORT says: it only lets
+    // shorter-slice wakees through, it does not shorten the protection.
+    assert_eq!(protection_answers(on & !rtp), [NONE, NONE, PROTECT]);
+    assert_eq!(protection_answers(on & !rtp & !short), [NONE, NONE, PROTECT]);
+}
+
 #[test]
 fn random_churn_keeps_every_queue_invariant() {
     let mut rng = StdRng::seed_from_u64(77);

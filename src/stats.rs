@@ -86,6 +86,8 @@ pub struct Metrics {
     pub preempt_tick_protect: u64,
     #[stat(desc = "reschedules by the hrtick timer at a deadline (HRTICK)")]
     pub preempt_hrtick: u64,
+    #[stat(desc = "reschedules when a task joined: its update_curr() found the running task's request or protection over")]
+    pub preempt_enqueue: u64,
     #[stat(desc = "wakeup preemption checks that kept the running task")]
     pub wakeup_no_preempt: u64,
     #[stat(desc = "failed wakeup preemptions that shrank the running task's protection")]
@@ -236,6 +238,7 @@ pub const COUNTERS: &[&str] = &[
     "preempt_tick_deadline",
     "preempt_tick_protect",
     "preempt_hrtick",
+    "preempt_enqueue",
     "wakeup_no_preempt",
     "protect_update",
     "deadline_new",
@@ -361,7 +364,7 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "preempt wakeup {} short {} idle {} sync {} | tick: deadline {} protect {} | hrtick {} | kept {} (protection trimmed {})",
+            "preempt wakeup {} short {} idle {} sync {} | tick: deadline {} protect {} | hrtick {} | enqueue {} | kept {} (protection trimmed {})",
             self.preempt_wakeup,
             self.preempt_short,
             self.preempt_idle,
@@ -369,6 +372,7 @@ impl Metrics {
             self.preempt_tick_deadline,
             self.preempt_tick_protect,
             self.preempt_hrtick,
+            self.preempt_enqueue,
             self.wakeup_no_preempt,
             self.protect_update
         )?;

@@ -890,17 +890,6 @@ LAB_INLINE bool update_deadline(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 	return true;
 }
 
-/* ineligible_vruntime(): the first vruntime at which curr stops being eligible, from the tree
- * alone (curr's own weight cancels out of the test). */
-LAB_INLINE u64 ineligible_vruntime(const struct lab_cfs *cfs)
-{
-	s64 delta = 0;
-
-	if (cfs->sum_weight)
-		delta = lab_div_floor(cfs->sum_w_vruntime, cfs->sum_weight);
-	return cfs->zero_vruntime + delta + 1;
-}
-
 /* protect_slice() / cancel_protect_slice(). */
 LAB_INLINE bool protect_slice(const struct lab_se *se)
 {
@@ -914,9 +903,10 @@ LAB_INLINE void cancel_protect_slice(struct lab_se *se)
 }
 
 /*
- * set_protect_slice() (7.3): protect the newly picked entity until its deadline, or -- when a
- * shorter slice is queued (RUN_TO_PARITY) or always the unscaled 0.7 ms (NO_RUN_TO_PARITY) --
- * until it stops being eligible (PREEMPT_SHORT) or has run that shorter slice.
+ * set_protect_slice(): protect the newly picked entity until its deadline or -- when a shorter
+ * slice is queued (RUN_TO_PARITY), and always with the unscaled 0.7 ms quantum
+ * (NO_RUN_TO_PARITY) -- until it has run that shorter slice. Eligibility is not bounded here:
+ * pick_eevdf() drops an ineligible curr before it looks at the protection.
  */
 LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
 				  const struct lab_params *p)
@@ -927,12 +917,8 @@ LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u3
 	if (sched_feat(p, RUN_TO_PARITY))
 		slice = cfs_min_slice(cfs, pool);
 	slice = lab_min_u64(slice, se->slice);
-	if (slice != se->slice) {
-		if (sched_feat(p, PREEMPT_SHORT))
-			vprot = min_vruntime_of(vprot, ineligible_vruntime(cfs));
-		else
-			vprot = min_vruntime_of(vprot, se->vruntime + calc_delta_fair(slice, se->weight));
-	}
+	if (slice != se->slice)
+		vprot = min_vruntime_of(vprot, se->vruntime + calc_delta_fair(slice, se->weight));
 	se->vprot = vprot;
 }
 
@@ -1318,6 +1304,8 @@ enum lab_preempt {
 	LAB_PREEMPT_SHORT,	/* a shorter-slice wakee (PREEMPT_SHORT) */
 	LAB_PREEMPT_IDLE,	/* a non-idle wakee against a SCHED_IDLE curr */
 	LAB_PREEMPT_SYNC,	/* NEXT_BUDDY + WF_SYNC (preempt_sync()) */
+	LAB_PREEMPT_ENQUEUE,	/* not a decision of the check: the enqueue's update_curr() found
+				 * curr's request or protection over */
 };
 
 /* The facts about a wakeup that wakeup_preempt_fair() needs beyond the queue. */

@@ -96,6 +96,8 @@ enum lab_stat {
 	LAB_ST_PREEMPT_TICK_DEADLINE,	/* the tick ended a request (deadline reached) */
 	LAB_ST_PREEMPT_TICK_PROTECT,	/* the tick ended the slice protection */
 	LAB_ST_PREEMPT_HRTICK,		/* the hrtick timer ended a request */
+	LAB_ST_PREEMPT_ENQUEUE,		/* a task joining the queue found curr's request or
+					 * protection over (update_curr() at enqueue) */
 	LAB_ST_WAKEUP_NO_PREEMPT,	/* wakeup preemption checks that kept the running task */
 	LAB_ST_PROTECT_UPDATE,		/* failed wakeup preemption shrank the protection */
 	LAB_ST_DEADLINE_NEW,		/* update_deadline() issued a new request */

@@ -373,6 +373,8 @@ __noinline int lab_leave(u32 n, u64 now)
  * enqueue_task_fair()'s EEVDF part for the task of @tc on @cpu: a ghost on this queue requeues,
  * anything else is placed (as a new task with @initial). A ghost elsewhere (it woke on another
  * CPU) is finalized there first. @custom_slice is the task's sched_runtime slice, 0 for none.
+ * Returns 1 when update_curr() found the running task's request or protection over: the caller
+ * reschedules @cpu, as resched_curr_lazy() in the kernel's update_curr().
  */
 __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_slice)
 {
@@ -382,6 +384,7 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 	struct lab_rq *rq;
 	struct lab_se *se;
 	s32 pid;
+	int kick = 0;
 	u32 n;
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
@@ -399,7 +402,11 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
-	account_curr(&rq->cfs, pool, total, pid, params, st);
+	if (account_curr(&rq->cfs, pool, total, pid, params, st) && !rq->kicked) {
+		rq->kicked = 1;
+		kick = 1;
+		lab_count(st, LAB_ST_PREEMPT_ENQUEUE);
+	}
 	if (se->on_rq && se->cpu == cpu) {
 		if (se->delayed)
 			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
@@ -412,7 +419,7 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 			       params, st);
 	}
 	bpf_spin_unlock(&rq->lock);
-	return 0;
+	return kick;
 }
 
 /* lab_join() for @p (its sched_setattr() custom slice read here). */
@@ -420,7 +427,8 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool init
 {
 	u64 custom = p->se.custom_slice ? lab_custom_slice(p->se.slice) : 0;
 
-	lab_join(tctx_get(p), cpu, initial, custom);
+	if (lab_join(tctx_get(p), cpu, initial, custom))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
 #include "select.bpf.h"
@@ -507,13 +515,20 @@ __noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
 	if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
 	    se->cpu == cpu) {
 		struct lab_se *curr = SE(pool, rq->cfs.curr);
+		int resched = account_curr(&rq->cfs, pool, total, pid, params, st);
 
-		account_curr(&rq->cfs, pool, total, pid, params, st);
+		if (resched && !rq->kicked) {
+			rq->kicked = 1;
+			preempt = LAB_PREEMPT_ENQUEUE;
+			lab_count(st, LAB_ST_PREEMPT_ENQUEUE);
+		}
 		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
 		wk.need_resched = rq->kicked;
-		preempt = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
-		if (preempt)
+		resched = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
+		if (resched) {
 			rq->kicked = 1;
+			preempt = resched;
+		}
 	}
 	bpf_spin_unlock(&rq->lock);
 	return preempt;
@@ -597,6 +612,7 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 		lab_count(st, LAB_ST_DISPATCH);
 		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
 			ret = LAB_PICK_KEEP;
+			rq->kicked = 0;	/* the reschedule we asked for happened: prev won again */
 			lab_count(st, LAB_ST_DISPATCH_KEEP);
 		} else if (se->custody) {
 			se->custody = 0;
