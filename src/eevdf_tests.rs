@@ -825,7 +825,10 @@ fn run_to_parity_protects_the_slice_and_its_absence_only_a_quantum() {
     // Without it, the unscaled 0.7 ms quantum, whatever PREEMPT_SHORT says: it only lets
     // shorter-slice wakees through, it does not shorten the protection.
     assert_eq!(protection_answers(on & !rtp), [NONE, NONE, PROTECT]);
-    assert_eq!(protection_answers(on & !rtp & !short), [NONE, NONE, PROTECT]);
+    assert_eq!(
+        protection_answers(on & !rtp & !short),
+        [NONE, NONE, PROTECT]
+    );
 }
 
 #[test]

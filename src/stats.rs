@@ -86,7 +86,9 @@ pub struct Metrics {
     pub preempt_tick_protect: u64,
     #[stat(desc = "reschedules by the hrtick timer at a deadline (HRTICK)")]
     pub preempt_hrtick: u64,
-    #[stat(desc = "reschedules when a task joined: its update_curr() found the running task's request or protection over")]
+    #[stat(
+        desc = "reschedules when a task joined: its update_curr() found the running task's request or protection over"
+    )]
     pub preempt_enqueue: u64,
     #[stat(desc = "wakeup preemption checks that kept the running task")]
     pub wakeup_no_preempt: u64,
