@@ -814,7 +814,7 @@ fn protection_answers(f: u64) -> [i32; 3] {
 }
 
 #[test]
-fn run_to_parity_protects_the_slice_and_its_absence_only_a_quantum() {
+fn run_to_parity_protects_the_request_and_its_absence_a_quantum_or_the_zero_lag_point() {
     const NONE: i32 = lab_resched_LAB_RESCHED_NONE as i32;
     const PROTECT: i32 = lab_resched_LAB_RESCHED_PROTECT as i32;
     let on = crate::features::FeatureSet::defaults().0;
@@ -822,13 +822,14 @@ fn run_to_parity_protects_the_slice_and_its_absence_only_a_quantum() {
     // Uniform slices: RUN_TO_PARITY protects up to the deadline (1.05 ms for a new task).
     assert_eq!(protection_answers(on), [NONE; 3]);
     assert_eq!(protection_answers(on & !short), [NONE; 3]);
-    // Without it, the unscaled 0.7 ms quantum, whatever PREEMPT_SHORT says: it only lets
-    // shorter-slice wakees through, it does not shorten the protection.
-    assert_eq!(protection_answers(on & !rtp), [NONE, NONE, PROTECT]);
+    // Without it, the unscaled 0.7 ms quantum (7.2)...
     assert_eq!(
         protection_answers(on & !rtp & !short),
         [NONE, NONE, PROTECT]
     );
+    // ...and with PREEMPT_SHORT (7.3) only until the entity reaches the zero-lag point, which a
+    // zero-lag entity beside two others does at once.
+    assert_eq!(protection_answers(on & !rtp), [PROTECT; 3]);
 }
 
 #[test]

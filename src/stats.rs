@@ -185,18 +185,18 @@ pub struct Metrics {
     #[stat(desc = "pull candidates with migration disabled")]
     pub pull_refused_pinned: u64,
     #[stat(
-        desc = "(--measure-scan) entities a first-eligible scan of a deadline-sorted DSQ would visit"
+        desc = "entities a first-eligible scan of a deadline-sorted DSQ would visit (--measure-scan)"
     )]
     pub dsq_scan_nodes: u64,
-    #[stat(desc = "(--measure-scan) picks where that scan stops at the first entity")]
+    #[stat(desc = "picks where that scan stops at the first entity (--measure-scan)")]
     pub dsq_scan_len_1: u64,
-    #[stat(desc = "(--measure-scan) ... at the second")]
+    #[stat(desc = "picks where that scan stops at the second entity (--measure-scan)")]
     pub dsq_scan_len_2: u64,
-    #[stat(desc = "(--measure-scan) ... at the 3rd-4th")]
+    #[stat(desc = "picks where that scan stops at the 3rd or 4th entity (--measure-scan)")]
     pub dsq_scan_len_4: u64,
-    #[stat(desc = "(--measure-scan) ... at the 5th-8th")]
+    #[stat(desc = "picks where that scan stops at the 5th to 8th entity (--measure-scan)")]
     pub dsq_scan_len_8: u64,
-    #[stat(desc = "(--measure-scan) ... later")]
+    #[stat(desc = "picks where that scan goes past the 8th entity (--measure-scan)")]
     pub dsq_scan_len_more: u64,
     #[stat(desc = "per-CPU queues at the time of the sample")]
     pub cpus: BTreeMap<usize, CpuQueue>,

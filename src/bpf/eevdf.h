@@ -903,10 +903,11 @@ LAB_INLINE void cancel_protect_slice(struct lab_se *se)
 }
 
 /*
- * set_protect_slice(): protect the newly picked entity until its deadline or -- when a shorter
- * slice is queued (RUN_TO_PARITY), and always with the unscaled 0.7 ms quantum
- * (NO_RUN_TO_PARITY) -- until it has run that shorter slice. Eligibility is not bounded here:
- * pick_eevdf() drops an ineligible curr before it looks at the protection.
+ * set_protect_slice() (7.3): protect the newly picked entity until its deadline or, when a shorter
+ * slice is queued (RUN_TO_PARITY) and always with the unscaled 0.7 ms quantum (NO_RUN_TO_PARITY),
+ * for less: with PREEMPT_SHORT only until it reaches the zero-lag point V (7.3's short-slice
+ * series; V without the entity, which has left the tree and is not curr yet in the kernel), else
+ * until it has run that shorter slice (7.2). Never beyond the deadline.
  */
 LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
 				  const struct lab_params *p)
@@ -917,8 +918,12 @@ LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u3
 	if (sched_feat(p, RUN_TO_PARITY))
 		slice = cfs_min_slice(cfs, pool);
 	slice = lab_min_u64(slice, se->slice);
-	if (slice != se->slice)
-		vprot = min_vruntime_of(vprot, se->vruntime + calc_delta_fair(slice, se->weight));
+	if (slice != se->slice) {
+		if (sched_feat(p, PREEMPT_SHORT))
+			vprot = min_vruntime_of(vprot, avg_vruntime(cfs, NULL));
+		else
+			vprot = min_vruntime_of(vprot, se->vruntime + calc_delta_fair(slice, se->weight));
+	}
 	se->vprot = vprot;
 }
 
