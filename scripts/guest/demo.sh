@@ -1,6 +1,6 @@
 # The demo, inside the VM (see scripts/demo): the lab attaches, schedules a load, takes a live
 # feature change and detaches; then a short A/B of the built-in EEVDF against the lab with
-# DELAY_ZERO on and off.
+# DELAY_ZERO on and off (pipe hand-off with 2 and 8 threads, hackbench-like messaging).
 # shellcheck shell=sh
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -34,6 +34,6 @@ wait $lab
 echo "exit status $?, state: $(cat /sys/kernel/sched_ext/state)"
 tail -n 4 /tmp/lab.log
 
-say "scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,messaging --quick"
-scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,messaging --quick \
+say "scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,pingpong:pairs=4,messaging --quick"
+scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,pingpong:pairs=4,messaging --quick \
 	--out /out/bench
