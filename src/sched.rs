@@ -128,7 +128,7 @@ impl<'a> Scheduler<'a> {
 
         if log::log_enabled!(log::Level::Debug) {
             for prog in skel.object().progs() {
-                if let Some(n) = prog_verified_insns(prog.as_fd()) {
+                if let Some(n) = prog_info(prog.as_fd()).map(|i| i.verified_insns) {
                     log::debug!(
                         "{}: {n} instructions verified",
                         prog.name().to_string_lossy()
@@ -217,7 +217,9 @@ impl<'a> Scheduler<'a> {
         let mut callbacks = BTreeMap::new();
         if self.bpf_stats.is_some() {
             for prog in self.skel.object().progs() {
-                if let Some((calls, ns)) = prog_run_stats(prog.as_fd()) {
+                if let Some((calls, ns)) =
+                    prog_info(prog.as_fd()).map(|i| (i.run_cnt, i.run_time_ns))
+                {
                     let name = prog.name().to_string_lossy().to_string();
                     callbacks.insert(name, stats::CallbackCost { calls, ns });
                 }
@@ -307,8 +309,8 @@ fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-/// run_cnt and run_time_ns of a loaded program.
-fn prog_run_stats(fd: std::os::fd::BorrowedFd) -> Option<(u64, u64)> {
+/// The kernel's bpf_prog_info of a loaded program (run_cnt, run_time_ns, verified_insns...).
+fn prog_info(fd: std::os::fd::BorrowedFd) -> Option<libbpf_rs::libbpf_sys::bpf_prog_info> {
     use std::os::fd::AsRawFd;
     let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
     let mut len = std::mem::size_of_val(&info) as u32;
@@ -320,23 +322,7 @@ fn prog_run_stats(fd: std::os::fd::BorrowedFd) -> Option<(u64, u64)> {
             &mut len,
         )
     };
-    (ret == 0).then_some((info.run_cnt, info.run_time_ns))
-}
-
-/// How many instructions the verifier processed for a loaded program (the load-time cost).
-fn prog_verified_insns(fd: std::os::fd::BorrowedFd) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of_val(&info) as u32;
-    // SAFETY: info is a zeroed bpf_prog_info of the size we pass.
-    let ret = unsafe {
-        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-            fd.as_raw_fd(),
-            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
-            &mut len,
-        )
-    };
-    (ret == 0).then_some(info.verified_insns)
+    (ret == 0).then_some(info)
 }
 
 /// The kernel's HZ: jiffies counted over 200 ms of monotonic time, rounded to the nearest

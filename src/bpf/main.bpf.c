@@ -322,6 +322,20 @@ static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *po
 	return update_curr_math(cfs, pool, delta, p, st);
 }
 
+/*
+ * resched_curr_lazy() as update_curr() calls it when a task joins @rq: ask for the CPU to
+ * reschedule (counted as preempt_enqueue) unless a request is already pending. Returns true when
+ * the caller must kick the CPU (after dropping the lock).
+ */
+static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
+{
+	if (rq->kicked)
+		return false;
+	rq->kicked = 1;
+	lab_count(st, LAB_ST_PREEMPT_ENQUEUE);
+	return true;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Queue operations
  *
@@ -402,11 +416,8 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
-	if (account_curr(&rq->cfs, pool, total, pid, params, st) && !rq->kicked) {
-		rq->kicked = 1;
-		kick = 1;
-		lab_count(st, LAB_ST_PREEMPT_ENQUEUE);
-	}
+	if (account_curr(&rq->cfs, pool, total, pid, params, st))
+		kick = resched_curr_lazy(rq, st);
 	if (se->on_rq && se->cpu == cpu) {
 		if (se->delayed)
 			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
@@ -515,19 +526,17 @@ __noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
 	if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
 	    se->cpu == cpu) {
 		struct lab_se *curr = SE(pool, rq->cfs.curr);
-		int resched = account_curr(&rq->cfs, pool, total, pid, params, st);
+		int wakeup;
 
-		if (resched && !rq->kicked) {
-			rq->kicked = 1;
+		if (account_curr(&rq->cfs, pool, total, pid, params, st) &&
+		    resched_curr_lazy(rq, st))
 			preempt = LAB_PREEMPT_ENQUEUE;
-			lab_count(st, LAB_ST_PREEMPT_ENQUEUE);
-		}
 		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
 		wk.need_resched = rq->kicked;
-		resched = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
-		if (resched) {
+		wakeup = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
+		if (wakeup) {
 			rq->kicked = 1;
-			preempt = resched;
+			preempt = wakeup;
 		}
 	}
 	bpf_spin_unlock(&rq->lock);

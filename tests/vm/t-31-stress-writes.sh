@@ -135,24 +135,20 @@ for p in $PAIRS; do
 	) &
 	WP="$WP $!"
 done
-(
-	k=0
-	while [ $k -lt $M ]; do
-		k=$((k + 1))
-		scx_eevdf_lab set base_slice_ns=$((1000000 + k * 100000)) 2>>/tmp/w5.err
-		echo $? >>/tmp/w5.rc
-	done
-) &
-WP="$WP $!"
-(
-	k=0
-	while [ $k -lt $M ]; do
-		k=$((k + 1))
-		scx_eevdf_lab set migration_cost_ns=$((100000 + k * 1000)) 2>>/tmp/w6.err
-		echo $? >>/tmp/w6.rc
-	done
-) &
-WP="$WP $!"
+# tunable_writer W NAME BASE STEP: M writes of NAME=BASE+k*STEP in the background (writer W).
+tunable_writer() {
+	(
+		k=0
+		while [ $k -lt $M ]; do
+			k=$((k + 1))
+			scx_eevdf_lab set $2=$(($3 + k * $4)) 2>>/tmp/w$1.err
+			echo $? >>/tmp/w$1.rc
+		done
+	) &
+	WP="$WP $!"
+}
+tunable_writer 5 base_slice_ns 1000000 100000
+tunable_writer 6 migration_cost_ns 100000 1000
 # Wait for the six writers (not for the stress loop).
 wait $WP
 sleep 0.3 # the daemon logs changes every 100 ms
