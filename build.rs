@@ -1,6 +1,7 @@
 // Build the BPF scheduler: compile src/bpf/main.bpf.c with clang (BPF_CLANG, >= 18), generate
-// its libbpf skeleton and the Rust bindings of src/bpf/intf.h. Also compile the EEVDF arithmetic
-// of src/bpf/eevdf.h for the host (src/bpf/host.c), with Rust bindings, for the unit tests.
+// its libbpf skeleton and the Rust bindings of src/bpf/intf.h. Also compile the EEVDF core
+// (src/bpf/eevdf.h and the headers it includes) for the host (src/bpf/host.c), with Rust
+// bindings, for the unit tests.
 use std::env;
 use std::path::PathBuf;
 
@@ -29,12 +30,6 @@ fn main() {
         .expect("bindgen of src/bpf/host.h")
         .write_to_file(out.join("eevdf_host.rs"))
         .expect("writing eevdf_host.rs");
-    for f in [
-        "src/bpf/host.c",
-        "src/bpf/host.h",
-        "src/bpf/eevdf.h",
-        "src/bpf/intf.h",
-    ] {
-        println!("cargo:rerun-if-changed={f}");
-    }
+    // Every header under src/bpf feeds the BPF object, the host library or both.
+    println!("cargo:rerun-if-changed=src/bpf");
 }

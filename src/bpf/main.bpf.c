@@ -3,8 +3,8 @@
  * scx_eevdf_lab: Linux's EEVDF (kernel/sched/fair.c) as a sched_ext scheduler.
  *
  * The EEVDF state -- one runqueue per CPU with V, lag, eligibility, virtual deadlines, slice
- * protection and delayed ("ghost") entities -- is plain C in eevdf.h, shared with the host tests.
- * This file maps it onto sched_ext:
+ * protection and delayed ("ghost") entities -- is plain C in eevdf.h and the headers it
+ * includes, shared with the host tests. This file maps it onto sched_ext:
  *
  *   fair.c                          sched_ext
  *   enqueue_task_fair()             ops.runnable (join the queue), ops.enqueue (custody, then
@@ -18,7 +18,8 @@
  *   reweight_task_fair()            ops.set_weight
  *   yield_task_fair()               ops.yield
  *
- * CPU selection (select_task_rq_fair()) is in select.bpf.h, balancing in balance.bpf.h.
+ * CPU selection (select_task_rq_fair()) is in select.bpf.h, balancing in balance.bpf.h, the
+ * entity slots in slots.bpf.h, the hrtick timer in hrtick.bpf.h and ops.dump in dump.bpf.h.
  *
  * Tasks stay in the scheduler's custody until dispatched, so the queues here are the only
  * source of truth for the order. Each queue has its own lock; the kernel's rq lock of the same
@@ -103,35 +104,6 @@ struct {
 	__type(value, struct task_ctx);
 } task_ctx_stor SEC(".maps");
 
-/*
- * A reference to the task of each slot, for ops.dispatch: pid lookups fail for an exiting task
- * whose pid is already unhashed while it still has to run (do_exit()'s last schedule).
- */
-struct lab_task_ref {
-	struct task_struct __kptr *task;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LAB_NR_SLOTS);
-	__type(key, u32);
-	__type(value, struct lab_task_ref);
-} lab_task_refs SEC(".maps");
-
-/* The hrtick stand-in: one CPU-pinned timer per CPU. */
-struct lab_hrtick {
-	struct bpf_timer timer;
-	u32 slot;		/* armed for this entity */
-	u32 armed;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, LAB_MAX_CPUS);
-	__type(key, u32);
-	__type(value, struct lab_hrtick);
-} lab_hrticks SEC(".maps");
-
 /* Per-CPU copy of the knobs, refreshed when their sequence number moves; balance pacing. */
 struct lab_cpu {
 	u64 knob_seq;
@@ -185,21 +157,6 @@ static __always_inline struct lab_rq *rq_get(s32 cpu)
 static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
-}
-
-/* A reference to the task in @slot (NULL if none); release it with bpf_task_release(). */
-static __always_inline struct task_struct *slot_task(u32 slot)
-{
-	struct lab_task_ref *ref = bpf_map_lookup_elem(&lab_task_refs, &slot);
-	struct task_struct *t = NULL;
-
-	if (!ref)
-		return NULL;
-	bpf_rcu_read_lock();
-	if (ref->task)
-		t = bpf_task_acquire(ref->task);
-	bpf_rcu_read_unlock();
-	return t;
 }
 
 /* The decision counters of the CPU running this program. */
@@ -442,8 +399,11 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool init
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
+#include "slots.bpf.h"
 #include "select.bpf.h"
 #include "balance.bpf.h"
+#include "hrtick.bpf.h"
+#include "dump.bpf.h"
 
 /* ---------------------------------------------------------------------------------------------
  * sched_ext operations
@@ -691,46 +651,6 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	if (t)
 		bpf_task_release(t);
-}
-
-/* hrtick: the deadline of the running entity came; let the pick decide (entity_tick()'s
- * queued path reschedules unconditionally). */
-static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
-{
-	s32 cpu = bpf_get_smp_processor_id();
-
-	if (!h->armed)
-		return 0;
-	h->armed = 0;
-	stat_inc(LAB_ST_PREEMPT_HRTICK);
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	return 0;
-}
-
-/* hrtick_start_fair(): arm the timer for the deadline of the entity that starts running. */
-static void hrtick_start(s32 cpu, u32 slot, u64 wall_ns)
-{
-	struct lab_hrtick *h;
-	u32 c = cpu;
-
-	h = bpf_map_lookup_elem(&lab_hrticks, &c);
-	if (!h)
-		return;
-	h->slot = slot;
-	h->armed = 1;
-	bpf_timer_start(&h->timer, wall_ns ? wall_ns : 1, BPF_F_TIMER_CPU_PIN);
-}
-
-static void hrtick_cancel(s32 cpu)
-{
-	struct lab_hrtick *h;
-	u32 c = cpu;
-
-	h = bpf_map_lookup_elem(&lab_hrticks, &c);
-	if (h && h->armed) {
-		h->armed = 0;
-		bpf_timer_cancel(&h->timer);
-	}
 }
 
 /*
@@ -1009,49 +929,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_in
 {
 	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc;
-	u32 start, i, n;
-	s32 pid = p->pid;
 
 	if (!pool)
 		return -ENOMEM;
 	tc = bpf_task_storage_get(&task_ctx_stor, p, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!tc)
 		return -ENOMEM;
-	/* Claim a free slot by open addressing from a hash of the pid; slot 0 means "none". */
-	start = (u32)pid * 2654435761U;
-	bpf_for(i, 0, 8192) {
-		n = (start + i) & LAB_SLOT_MASK;
-		if (!n)
-			continue;
-		if (__sync_val_compare_and_swap(&SE(pool, n)->pid, 0, pid) == 0) {
-			struct lab_se *se = SE(pool, n);
-			struct lab_task_ref *ref = bpf_map_lookup_elem(&lab_task_refs, &n);
-			struct task_struct *t, *old;
-
-			if (ref && (t = bpf_task_acquire(p))) {
-				old = bpf_kptr_xchg(&ref->task, t);
-				if (old)
-					bpf_task_release(old);
-			}
-			tc->slot = n;
-			tc->last_cpu = -1;
-			tc->recent_used_cpu = -1;
-			se->cpu = -1;
-			se->last_ran = 0;
-			se->on_rq = se->in_tree = se->delayed = se->running = se->custody = 0;
-			se->left = se->right = se->parent = 0;
-			se->vruntime = se->deadline = se->vprot = se->exec_snap = 0;
-			se->vlag = 0;
-			se->rel_deadline = 0;
-			se->is_new = args->fork;
-			se->weight = task_weight(p);
-			se->slice = 0;
-			se->custom_slice = 0;
-			return 0;
-		}
-	}
-	__sync_fetch_and_add(&nr_alloc_fail, 1);
-	return -ENOMEM;
+	return slot_claim(p, tc, args->fork);
 }
 
 void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
@@ -1074,87 +958,12 @@ void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 
 void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
-	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
-	struct task_struct *old;
-	struct lab_task_ref *ref;
-	struct lab_se *se;
-	u32 slot;
 
-	if (!pool || !tc || !tc->slot)
+	if (!tc || !tc->slot)
 		return;
 	lab_leave(tc->slot, scx_bpf_now());
-	slot = tc->slot;
-	ref = bpf_map_lookup_elem(&lab_task_refs, &slot);
-	if (ref) {
-		old = bpf_kptr_xchg(&ref->task, NULL);
-		if (old)
-			bpf_task_release(old);
-	}
-	se = SE(pool, slot);
-	tc->slot = 0;
-	__sync_lock_test_and_set(&se->pid, 0);
-}
-
-/* ops.dump: every queue with V and its entities, so that an exit can be diagnosed. */
-void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
-{
-	struct lab_pool *pool = pool_get();
-	s32 cpu, nr = scx_bpf_nr_cpu_ids();
-	u32 i;
-
-	/* (scx_bpf_dump_header() would need the kernel's Kconfig file, which images often lack.) */
-	scx_bpf_dump("kernel %d.%d.%d\n", LINUX_KERNEL_VERSION >> 16, (LINUX_KERNEL_VERSION >> 8) & 0xff,
-		     LINUX_KERNEL_VERSION & 0xff);
-	if (!pool)
-		return;
-	bpf_for(cpu, 0, nr) {
-		struct lab_rq *rq = rq_get(cpu);
-		struct lab_cfs *cfs;
-		struct lab_se *curr;
-		u32 n;
-		s64 avg = 0;
-
-		if (!rq || cpu >= LAB_MAX_CPUS)
-			break;
-		cfs = &rq->cfs;
-		if (!cfs->nr_queued)
-			continue;
-		curr = cfs->curr ? SE(pool, cfs->curr) : NULL;
-		/* V without re-centring (read-only, unlocked: a best effort). */
-		if (cfs->sum_weight || curr) {
-			s64 s = cfs->sum_w_vruntime;
-			u64 w = cfs->sum_weight;
-
-			if (curr && curr->on_rq) {
-				s += entity_key(cfs, curr->vruntime) * (s64)curr->weight;
-				w += curr->weight;
-			}
-			if (w)
-				avg = lab_div_floor(s, w);
-		}
-		scx_bpf_dump("cpu%d V=%llu nr_queued=%u nr_delayed=%u curr=%d next=%d\n", cpu,
-			     cfs->zero_vruntime + avg, cfs->nr_queued, cfs->nr_delayed,
-			     curr ? curr->pid : 0, cfs->next ? SE(pool, cfs->next)->pid : 0);
-		if (curr)
-			scx_bpf_dump("  curr pid=%d v=%llu d=%llu vprot=%llu w=%u slice=%llu\n",
-				     curr->pid, curr->vruntime, curr->deadline, curr->vprot,
-				     curr->weight, curr->slice);
-		n = rb_first(cfs, pool);
-		bpf_for(i, 0, 32) {
-			struct lab_se *se;
-			s64 lag;
-
-			if (!n)
-				break;
-			se = SE(pool, n);
-			lag = (s64)(cfs->zero_vruntime + avg - se->vruntime);
-			scx_bpf_dump("  pid=%d v=%llu d=%llu lag=%lld %s%s w=%u slice=%llu\n", se->pid,
-				     se->vruntime, se->deadline, lag, lag >= 0 ? "E" : "N",
-				     se->delayed ? " ghost" : "", se->weight, se->slice);
-			n = rb_next(pool, n);
-		}
-	}
+	slot_release(tc);
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
@@ -1163,19 +972,14 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 
 	bpf_for(cpu, 0, nr) {
 		struct lab_rq *rq = rq_get(cpu);
-		struct lab_hrtick *h;
-		u32 c = cpu;
 
 		if (!rq)
 			break;
 		/* init_cfs_rq(): start v0 just below zero so that wrap-around bugs show early. */
 		rq->cfs.zero_vruntime = (u64)(-(1LL << 20));
 		newidle_init(&rq->ni, bpf_ktime_get_ns());
-		h = bpf_map_lookup_elem(&lab_hrticks, &c);
-		if (!h)
+		if (hrtick_init(cpu))
 			break;
-		bpf_timer_init(&h->timer, &lab_hrticks, CLOCK_MONOTONIC);
-		bpf_timer_set_callback(&h->timer, hrtick_fire);
 	}
 	return 0;
 }

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * ops.dump: every queue with V and its entities, printed into the kernel's debug dump when the
+ * scheduler exits with an error, so that an ejection can be diagnosed.
+ */
+#ifndef __LAB_DUMP_BPF_H
+#define __LAB_DUMP_BPF_H
+
+/* ops.dump: every queue with V and its entities, so that an exit can be diagnosed. */
+void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
+{
+	struct lab_pool *pool = pool_get();
+	s32 cpu, nr = scx_bpf_nr_cpu_ids();
+	u32 i;
+
+	/* (scx_bpf_dump_header() would need the kernel's Kconfig file, which images often lack.) */
+	scx_bpf_dump("kernel %d.%d.%d\n", LINUX_KERNEL_VERSION >> 16, (LINUX_KERNEL_VERSION >> 8) & 0xff,
+		     LINUX_KERNEL_VERSION & 0xff);
+	if (!pool)
+		return;
+	bpf_for(cpu, 0, nr) {
+		struct lab_rq *rq = rq_get(cpu);
+		struct lab_cfs *cfs;
+		struct lab_se *curr;
+		u32 n;
+		s64 avg = 0;
+
+		if (!rq || cpu >= LAB_MAX_CPUS)
+			break;
+		cfs = &rq->cfs;
+		if (!cfs->nr_queued)
+			continue;
+		curr = cfs->curr ? SE(pool, cfs->curr) : NULL;
+		/* V without re-centring (read-only, unlocked: a best effort). */
+		if (cfs->sum_weight || curr) {
+			s64 s = cfs->sum_w_vruntime;
+			u64 w = cfs->sum_weight;
+
+			if (curr && curr->on_rq) {
+				s += entity_key(cfs, curr->vruntime) * (s64)curr->weight;
+				w += curr->weight;
+			}
+			if (w)
+				avg = lab_div_floor(s, w);
+		}
+		scx_bpf_dump("cpu%d V=%llu nr_queued=%u nr_delayed=%u curr=%d next=%d\n", cpu,
+			     cfs->zero_vruntime + avg, cfs->nr_queued, cfs->nr_delayed,
+			     curr ? curr->pid : 0, cfs->next ? SE(pool, cfs->next)->pid : 0);
+		if (curr)
+			scx_bpf_dump("  curr pid=%d v=%llu d=%llu vprot=%llu w=%u slice=%llu\n",
+				     curr->pid, curr->vruntime, curr->deadline, curr->vprot,
+				     curr->weight, curr->slice);
+		n = rb_first(cfs, pool);
+		bpf_for(i, 0, 32) {
+			struct lab_se *se;
+			s64 lag;
+
+			if (!n)
+				break;
+			se = SE(pool, n);
+			lag = (s64)(cfs->zero_vruntime + avg - se->vruntime);
+			scx_bpf_dump("  pid=%d v=%llu d=%llu lag=%lld %s%s w=%u slice=%llu\n", se->pid,
+				     se->vruntime, se->deadline, lag, lag >= 0 ? "E" : "N",
+				     se->delayed ? " ghost" : "", se->weight, se->slice);
+			n = rb_next(pool, n);
+		}
+	}
+}
+
+#endif /* __LAB_DUMP_BPF_H */

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The scheduling entity (struct sched_entity) and the EEVDF queue (struct cfs_rq) as plain C,
+ * with the build glue that lets the same headers compile into BPF and, with LAB_HOST defined,
+ * into the host test library (src/bpf/host.c). No BPF helper is called from these headers.
+ *
+ * Units. Weights are the nice table's values (nice 0 = 1024), i.e. scale_load_down() of the
+ * kernel's full-resolution se->load.weight (nice 0 = 1 << 20). V = sum(w*v)/sum(w) and the lag
+ * inflation (W+w)/W are ratios of weights, so they come out as in the kernel while the products
+ * that feed the sums stay 1024 times further from overflow; calc_delta_fair() uses the kernel's
+ * own inverse-weight table (weight.h), which does not depend on the scale.
+ *
+ * Entities live in a pool of slots (struct lab_se); trees link slots by index, slot 0 is "none".
+ */
+#ifndef __LAB_ENTITY_H
+#define __LAB_ENTITY_H
+
+#ifdef LAB_HOST
+#include <stdbool.h>
+#include <stddef.h>
+#define LAB_INLINE static inline
+#define LAB_NOINLINE static
+/* A bounded loop: bpf_for() in BPF, a plain for loop on the host. */
+#define lab_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
+#else
+#define LAB_INLINE static __always_inline
+#define LAB_NOINLINE static __noinline
+#define lab_for(i, start, end) bpf_for(i, start, end)
+#endif
+
+#include "intf.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Constants (sched.h, fair.c)
+ */
+#define NICE_0_LOAD		1024ULL	/* nice 0 in our units; the kernel's 1 << 20 >> 10 */
+#define WEIGHT_IDLEPRIO		3	/* SCHED_IDLE */
+#define LAB_MIN_CUSTOM_SLICE	100000ULL	/* __setparam_fair(): clamp of sched_runtime */
+#define LAB_MAX_CUSTOM_SLICE	100000000ULL
+#define LAB_SLOT_MASK		(LAB_NR_SLOTS - 1)
+/* An RB tree of n < 2^32 nodes is at most 64 levels deep: the bound of every tree walk. */
+#define LAB_TREE_MAX_DEPTH	64
+
+/* ---------------------------------------------------------------------------------------------
+ * The scheduling entity (struct sched_entity) and the runqueue (struct cfs_rq).
+ */
+struct lab_se {
+	u64 vruntime;		/* v_i */
+	u64 deadline;		/* vd_i; relative to vruntime while rel_deadline */
+	u64 vprot;		/* slice protection: curr is protected while vruntime < vprot */
+	s64 vlag;		/* saved lag V - v_i (while not queued, or a ghost's lag at sleep) */
+	u64 slice;		/* request size r_i, ns */
+	u64 min_vruntime;	/* augmented: min vruntime of the subtree */
+	u64 min_slice;		/* augmented: min slice of the subtree */
+	u64 max_slice;		/* augmented: max slice of the subtree */
+	u32 weight;		/* nice-table weight (1024 = nice 0) */
+	u32 left, right, parent;	/* tree links (slots), 0 = none */
+	s32 pid;		/* the task in this slot; 0 = free */
+	s16 cpu;		/* the queue the entity is accounted in, -1 = none */
+	u8 red;			/* RB colour */
+	u8 on_rq;		/* queued: in the tree, or the queue's curr (ghosts included) */
+	u8 delayed;		/* sched_delayed: asleep but kept queued (a ghost) */
+	u8 rel_deadline;	/* deadline holds d - v */
+	u8 custom_slice;	/* slice set through sched_setattr(sched_runtime) */
+	u8 in_tree;		/* linked into its queue's tree (and counted in the sums) */
+	u8 is_new;		/* not enqueued yet: the next placement is ENQUEUE_INITIAL */
+	/* sched_ext bookkeeping, kept here so that it changes under the queue lock */
+	u8 custody;		/* held by the scheduler (ops.enqueue), not yet dispatched */
+	u8 running;		/* between ops.running and ops.stopping */
+	u8 pad;
+	u64 exec_snap;		/* the task's sum_exec_runtime already charged to vruntime */
+	u64 last_ran;		/* when it last stopped running (task_hot()) */
+};
+
+struct lab_pool {
+	struct lab_se se[LAB_NR_SLOTS];
+};
+
+struct lab_cfs {
+	u32 root;		/* tree of queued entities other than curr, ordered by deadline */
+	u32 curr;		/* the running entity: outside the tree and the sums */
+	u32 next;		/* the next buddy */
+	u32 nr_queued;		/* tree + curr, ghosts included */
+	u32 nr_delayed;		/* ghosts */
+	u32 sum_shift;		/* PARANOID_AVG: extra right shift of weights in the sums */
+	u64 zero_vruntime;	/* v0, the origin of the keys */
+	s64 sum_w_vruntime;	/* sum over the tree of (v_i - v0) * w_i' */
+	u64 sum_weight;		/* sum over the tree of w_i' */
+	u64 nr_overflow;	/* times a sum overflowed (the kernel WARNs) */
+};
+
+
+#define SE(pool, i) (&(pool)->se[(i) & LAB_SLOT_MASK])
+
+LAB_INLINE u64 lab_min_u64(u64 a, u64 b) { return a < b ? a : b; }
+LAB_INLINE u64 lab_max_u64(u64 a, u64 b) { return a > b ? a : b; }
+LAB_INLINE s64 lab_min_s64(s64 a, s64 b) { return a < b ? a : b; }
+LAB_INLINE s64 lab_max_s64(s64 a, s64 b) { return a > b ? a : b; }
+/* Virtual times wrap: compare them by signed difference, like the kernel. */
+LAB_INLINE bool vruntime_gt(u64 a, u64 b) { return (s64)(a - b) > 0; }
+LAB_INLINE u64 min_vruntime_of(u64 a, u64 b) { return vruntime_gt(a, b) ? b : a; }
+
+/* A snapshot of the knobs the arithmetic needs. */
+struct lab_params {
+	u64 features;		/* 1 << LAB_FEAT_* */
+	u64 base_slice;		/* sysctl_sched_base_slice */
+	u64 normalized_slice;	/* normalized_sysctl_sched_base_slice */
+	u64 migration_cost;	/* sysctl_sched_migration_cost */
+	u64 tick_ns;		/* TICK_NSEC */
+	u64 measure_scan;	/* count what a scan of a deadline-sorted DSQ would visit */
+};
+
+#define sched_feat(p, X) (((p)->features >> LAB_FEAT_##X) & 1)
+
+LAB_INLINE void lab_count(u64 *st, u32 idx)
+{
+	if (st && idx < LAB_NR_STATS)
+		st[idx]++;
+}
+
+#endif /* __LAB_ENTITY_H */

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The hrtick stand-in (kernel/sched/core.c's hrtick, started by fair.c's hrtick_start_fair()):
+ * one CPU-pinned BPF timer per CPU that asks for a reschedule at the running entity's deadline.
+ */
+#ifndef __LAB_HRTICK_BPF_H
+#define __LAB_HRTICK_BPF_H
+
+/* The hrtick stand-in: one CPU-pinned timer per CPU. */
+struct lab_hrtick {
+	struct bpf_timer timer;
+	u32 slot;		/* armed for this entity */
+	u32 armed;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LAB_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct lab_hrtick);
+} lab_hrticks SEC(".maps");
+
+/* hrtick: the deadline of the running entity came; let the pick decide (entity_tick()'s
+ * queued path reschedules unconditionally). */
+static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+
+	if (!h->armed)
+		return 0;
+	h->armed = 0;
+	stat_inc(LAB_ST_PREEMPT_HRTICK);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return 0;
+}
+
+/* hrtick_start_fair(): arm the timer for the deadline of the entity that starts running. */
+static void hrtick_start(s32 cpu, u32 slot, u64 wall_ns)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (!h)
+		return;
+	h->slot = slot;
+	h->armed = 1;
+	bpf_timer_start(&h->timer, wall_ns ? wall_ns : 1, BPF_F_TIMER_CPU_PIN);
+}
+
+static void hrtick_cancel(s32 cpu)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (h && h->armed) {
+		h->armed = 0;
+		bpf_timer_cancel(&h->timer);
+	}
+}
+
+/* Set up @cpu's timer (ops.init). */
+static __always_inline int hrtick_init(s32 cpu)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (!h)
+		return -ENOENT;
+	bpf_timer_init(&h->timer, &lab_hrticks, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&h->timer, hrtick_fire);
+	return 0;
+}
+
+#endif /* __LAB_HRTICK_BPF_H */

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __LAB_LOAD_H
+#define __LAB_LOAD_H
+
+#include "entity.h"
+
+/*
+ * Load tracking and wake-affine arithmetic (fair.c: PELT, wake_wide(), wake_affine_weight(),
+ * update_idle_cpu_scan(), the newidle statistics)
+ *
+ * The kernel does not maintain PELT for sched_ext tasks, so CPU selection uses the lab's own
+ * signals: averages that halve every 32 periods of 1024 us, as PELT's do.
+ */
+
+/* A PELT-like signal: the average of a piecewise-constant value, halving every 32 ms. */
+struct lab_pelt {
+	u64 avg;
+	u64 stamp;		/* ns, advanced in whole 1024 us periods */
+};
+
+/* The newidle balance statistics of one CPU (fair.c: update_newidle_stats(), NI_RANDOM/NI_RATE). */
+struct lab_newidle {
+	u32 calls;
+	u32 success;		/* weighted successes within the current window */
+	u32 ratio;		/* successes per 1024 calls (plus NI_RATE's term), at most 1024 */
+	u32 pad;
+	u64 stamp;		/* ns when the last window closed */
+};
+
+#define LAB_PELT_PERIOD_SHIFT	20	/* 1024 us */
+#define LAB_SCHED_CAPACITY	1024
+
+/* 2^32 * y^i with y^32 = 1/2. */
+static const u64 lab_pelt_y[32] = {
+	4294967296ULL, 4202935003ULL, 4112874773ULL, 4024744347ULL, 3938502375ULL, 3854108391ULL,
+	3771522796ULL, 3690706839ULL, 3611622602ULL, 3534232977ULL, 3458501653ULL, 3384393094ULL,
+	3311872529ULL, 3240905930ULL, 3171459999ULL, 3103502151ULL, 3037000499ULL, 2971923841ULL,
+	2908241642ULL, 2845924020ULL, 2784941737ULL, 2725266179ULL, 2666869344ULL, 2609723833ULL,
+	2553802833ULL, 2499080104ULL, 2445529971ULL, 2393127307ULL, 2341847523ULL, 2291666560ULL,
+	2242560871ULL, 2194507416ULL,
+};
+
+/* y^periods in 2^32 fixed point. */
+LAB_INLINE u64 pelt_y(u64 periods)
+{
+	if (periods >= 32 * 63)
+		return 0;
+	return lab_pelt_y[periods & 31] >> (periods >> 5);
+}
+
+/*
+ * Advance @s to @now, @value having held since s->stamp: avg <- avg*y^p + value*(1-y^p) for the
+ * p whole periods that passed. A fresh signal (stamp 0) starts at @now.
+ */
+LAB_INLINE void pelt_update(struct lab_pelt *s, u64 now, u64 value)
+{
+	u64 periods, y;
+
+	if (!s->stamp || now < s->stamp) {
+		s->stamp = now;
+		return;
+	}
+	periods = (now - s->stamp) >> LAB_PELT_PERIOD_SHIFT;
+	if (!periods)
+		return;
+	s->stamp += periods << LAB_PELT_PERIOD_SHIFT;
+	y = pelt_y(periods);
+	s->avg = (s->avg * y + value * ((1ULL << 32) - y)) >> 32;
+}
+
+/*
+ * wake_wide(): spread the wakee when waker and wakee each switch between many partners: the
+ * one with fewer flips has at least llc_size of them and the other llc_size times as many.
+ */
+LAB_INLINE bool wake_wide_math(u32 waker_flips, u32 wakee_flips, u32 llc_size)
+{
+	u32 master = waker_flips > wakee_flips ? waker_flips : wakee_flips;
+	u32 slave = waker_flips > wakee_flips ? wakee_flips : waker_flips;
+
+	if (slave < llc_size || master < slave * llc_size)
+		return false;
+	return true;
+}
+
+/*
+ * wake_affine_weight(): pull the wakee to the waker's CPU unless that CPU, with the wakee (and,
+ * for a sync wakeup, without the waker), would carry more load than the previous CPU without
+ * it; WA_BIAS inflates the previous CPU's side by half the domain's imbalance_pct, tilting the
+ * choice towards the waker. Loads are capacity-normalised (equal capacities here). Returns true
+ * for "this CPU".
+ */
+LAB_INLINE bool wake_affine_weight_math(s64 this_load, s64 prev_load, s64 task_load,
+					s64 waker_load, bool sync, u32 imbalance_pct, bool bias)
+{
+	s64 this_eff = this_load, prev_eff;
+
+	if (sync) {
+		if (waker_load > this_eff)
+			return true;
+		this_eff -= waker_load;
+	}
+	this_eff += task_load;
+	if (bias)
+		this_eff *= 100;
+	this_eff *= LAB_SCHED_CAPACITY;
+
+	prev_eff = prev_load - task_load;
+	if (bias)
+		prev_eff *= 100 + ((s64)imbalance_pct - 100) / 2;
+	prev_eff *= LAB_SCHED_CAPACITY;
+	if (sync)
+		prev_eff += 1;
+	return this_eff < prev_eff;
+}
+
+/*
+ * update_idle_cpu_scan() (SIS_UTIL): how many CPUs of an LLC the idle-CPU scan may visit,
+ * shrinking quadratically with the LLC's utilisation and reaching 0 at about 100/pct.
+ */
+LAB_INLINE u32 nr_idle_scan_math(u64 sum_util, u32 llc_weight, u32 pct)
+{
+	u64 x, y;
+
+	if (!llc_weight)
+		return 0;
+	x = sum_util / llc_weight;
+	y = x * x * pct * pct / (10000ULL * LAB_SCHED_CAPACITY);
+	if (y > LAB_SCHED_CAPACITY)
+		y = LAB_SCHED_CAPACITY;
+	y = LAB_SCHED_CAPACITY - y;
+	return (u32)(y * llc_weight / LAB_SCHED_CAPACITY);
+}
+
+/* The newidle statistics start half successful (a ratio of 512). */
+LAB_INLINE void newidle_init(struct lab_newidle *ni, u64 now)
+{
+	ni->calls = 512;
+	ni->success = 256;
+	ni->ratio = 512;
+	ni->stamp = now;
+}
+
+/* NI_RANDOM: with a success ratio below 1024, run a newidle balance with chance ~(1+ratio)/1024. */
+LAB_INLINE bool newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_random)
+{
+	if (!ni_random || ni->ratio >= 1024)
+		return true;
+	return (rnd % 1024) <= 1 + ni->ratio;
+}
+
+/*
+ * update_newidle_stats(): count a call and (for a balance that ran) its success, the latter
+ * weighted by 1024/(1+ratio) under NI_RANDOM to undo the sampling. Every 1024 calls the window
+ * closes: ratio = successes (+ elapsed ns >> 22 with NI_RATE, so that rare newidle balancing is
+ * always allowed), capped at 1024; calls and successes are halved.
+ */
+LAB_INLINE void newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 now,
+				bool ni_random, bool ni_rate)
+{
+	u64 r;
+
+	ni->calls++;
+	if (ran && success)
+		ni->success += (ni_random && ni->ratio < 1024) ? (1024 + (1 + ni->ratio) / 2) / (1 + ni->ratio) : 1;
+	if (ni->calls < 1024)
+		return;
+	r = ni->success;
+	if (ni_rate && now > ni->stamp)
+		r += (now - ni->stamp) >> 22;
+	ni->ratio = r > 1024 ? 1024 : (u32)r;
+	ni->calls >>= 1;
+	ni->success >>= 1;
+	ni->stamp = now;
+}
+
+#endif /* __LAB_LOAD_H */

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Picking and wakeup preemption: fair.c's pick_eevdf(), pick_next_entity() and
+ * wakeup_preempt_fair(), with the lab's scan-length diagnostics.
+ */
+#ifndef __LAB_PICK_H
+#define __LAB_PICK_H
+
+#include "runqueue.h"
+
+/* The scan-length histogram of pick_eevdf()'s tree search. */
+LAB_INLINE void count_scan(u64 *st, u32 visited)
+{
+	if (!st)
+		return;
+	st[LAB_ST_SCAN_NODES] += visited;
+	lab_count(st, visited <= 1 ? LAB_ST_SCAN_LEN_1 : visited <= 2 ? LAB_ST_SCAN_LEN_2 :
+		  visited <= 4 ? LAB_ST_SCAN_LEN_4 : visited <= 8 ? LAB_ST_SCAN_LEN_8 :
+		  LAB_ST_SCAN_LEN_MORE);
+}
+
+/*
+ * A diagnostic for the choice of data structure: a sched_ext scheduler that keeps its queue in a
+ * DSQ sorted by deadline finds the pick by scanning from the earliest deadline to the first
+ * eligible entity. Count how far that scan would go on this queue (bounded by the tree depth).
+ */
+LAB_INLINE void count_dsq_scan(struct lab_cfs *cfs, struct lab_pool *pool, u32 leftmost,
+			       u64 *st)
+{
+	const struct lab_se *curr = cfs_curr(cfs, pool);
+	u32 n = leftmost, len = LAB_TREE_MAX_DEPTH;
+	int i;
+
+	if (!st || !n)
+		return;
+	/* @len is only written on the way out (see pick_eevdf()). */
+	lab_for(i, 0, LAB_TREE_MAX_DEPTH) {
+		if (!n) {
+			len = i;
+			break;
+		}
+		if (vruntime_eligible(cfs, curr, SE(pool, n)->vruntime)) {
+			len = i + 1;
+			break;
+		}
+		n = rb_next(pool, n);
+	}
+	st[LAB_ST_DSQ_SCAN_NODES] += len;
+	lab_count(st, len <= 1 ? LAB_ST_DSQ_SCAN_LEN_1 : len <= 2 ? LAB_ST_DSQ_SCAN_LEN_2 :
+		  len <= 4 ? LAB_ST_DSQ_SCAN_LEN_4 : len <= 8 ? LAB_ST_DSQ_SCAN_LEN_8 :
+		  LAB_ST_DSQ_SCAN_LEN_MORE);
+}
+
+/*
+ * pick_eevdf(): the eligible entity with the earliest deadline, with its shortcuts in the
+ * kernel's order: a lone entity; the next buddy (PICK_BUDDY); curr while its slice is protected;
+ * the leftmost entity if eligible; else a descent that goes left whenever the left subtree holds
+ * an eligible entity (its min_vruntime is eligible); finally curr if its deadline is earlier.
+ * May return a ghost (the caller finalizes it and picks again) or 0 (empty queue).
+ */
+LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+			    const struct lab_params *p, u64 *st)
+{
+	struct lab_se *curr = cfs_curr(cfs, pool);
+	u32 curr_n = curr ? cfs->curr : 0, best = 0, node, visited = 0, leftmost;
+	int i;
+
+	lab_count(st, LAB_ST_PICK);
+	leftmost = rb_first(cfs, pool);
+	if (p->measure_scan)
+		count_dsq_scan(cfs, pool, leftmost, st);
+	if (cfs->nr_queued == 1) {
+		if (curr_n) {
+			lab_count(st, LAB_ST_PICK_CURR);
+			return curr_n;
+		}
+		return leftmost;
+	}
+	if (sched_feat(p, PICK_BUDDY) && protect && cfs->next &&
+	    entity_eligible(cfs, pool, SE(pool, cfs->next))) {
+		lab_count(st, LAB_ST_PICK_BUDDY);
+		return cfs->next;
+	}
+	if (curr && !entity_eligible(cfs, pool, curr))
+		curr_n = 0;
+	if (curr_n && protect && protect_slice(curr)) {
+		lab_count(st, LAB_ST_PICK_PROTECTED);
+		lab_count(st, LAB_ST_PICK_CURR);
+		return curr_n;
+	}
+
+	if (leftmost && entity_eligible(cfs, pool, SE(pool, leftmost))) {
+		best = leftmost;
+		lab_count(st, LAB_ST_PICK_LEFTMOST);
+	} else if (cfs->root) {
+		lab_count(st, LAB_ST_PICK_SEARCH);
+		node = cfs->root;
+		/*
+		 * @visited is only written on the way out of the loop: a counter carried from one
+		 * iteration to the next would keep the BPF verifier from seeing the loop converge.
+		 */
+		lab_for(i, 0, LAB_TREE_MAX_DEPTH) {
+			struct lab_se *se;
+			u32 left;
+
+			if (!node) {
+				visited = i;
+				break;
+			}
+			se = SE(pool, node);
+			left = se->left;
+			if (left && vruntime_eligible(cfs, curr, SE(pool, left)->min_vruntime)) {
+				node = left;
+				continue;
+			}
+			if (vruntime_eligible(cfs, curr, se->vruntime)) {
+				best = node;
+				visited = i + 1;
+				break;
+			}
+			node = se->right;
+		}
+		count_scan(st, visited);
+	}
+	if (!best || (curr_n && entity_before(SE(pool, curr_n), SE(pool, best))))
+		best = curr_n;
+	if (!best)
+		lab_count(st, LAB_ST_PICK_NONE);
+	else if (best == curr_n)
+		lab_count(st, LAB_ST_PICK_CURR);
+	return best;
+}
+
+/*
+ * pick_next_entity() and pick_task_fair()'s loop: pick; a picked ghost is finalized (its lag
+ * clipped by DELAY_ZERO) and the pick repeated. Returns the pick or 0 when only ghosts (or
+ * nothing) were left. @ghosts counts the ghosts finalized.
+ */
+LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+				const struct lab_params *p, u64 *st, u32 *ghosts)
+{
+	u32 n = 0;
+	int i;
+
+	lab_for(i, 0, LAB_NR_SLOTS) {
+		if (!cfs->nr_queued)
+			return 0;
+		n = pick_eevdf(cfs, pool, protect, p, st);
+		if (!n)
+			return 0;
+		if (!SE(pool, n)->delayed)
+			return n;
+		dequeue_entity(cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
+		lab_count(st, LAB_ST_GHOST_PICKED);
+		if (ghosts)
+			(*ghosts)++;
+	}
+	return 0;
+}
+
+/* What wakeup_preempt_fair() decided. */
+enum lab_preempt {
+	LAB_PREEMPT_NO,
+	LAB_PREEMPT_WAKEUP,	/* the wakee won the pick */
+	LAB_PREEMPT_SHORT,	/* a shorter-slice wakee (PREEMPT_SHORT) */
+	LAB_PREEMPT_IDLE,	/* a non-idle wakee against a SCHED_IDLE curr */
+	LAB_PREEMPT_SYNC,	/* NEXT_BUDDY + WF_SYNC (preempt_sync()) */
+	LAB_PREEMPT_ENQUEUE,	/* not a decision of the check: the enqueue's update_curr() found
+				 * curr's request or protection over */
+};
+
+/* The facts about a wakeup that wakeup_preempt_fair() needs beyond the queue. */
+struct lab_wakeup {
+	bool fork;		/* WF_FORK */
+	bool sync;		/* WF_SYNC */
+	bool rq_selected;	/* WF_RQ_SELECTED: select_cpu ran */
+	bool curr_idle;		/* curr is SCHED_IDLE */
+	bool wakee_idle;	/* the wakee is SCHED_IDLE */
+	bool wakee_normal;	/* the wakee's policy is SCHED_NORMAL (not BATCH/IDLE) */
+	bool need_resched;	/* curr already has a reschedule pending */
+	u64 curr_ran_ns;	/* time since curr's exec_start (0 right after update_curr()) */
+};
+
+/*
+ * wakeup_preempt_fair() (7.3): should the waking entity @pse preempt the queue's running entity?
+ * The caller accounted curr first. Without preemption, RUN_TO_PARITY trims curr's protection to
+ * the queue's shortest slice; with it, curr's protection is cancelled and a short-slice wakee
+ * becomes the next buddy. @ghosts counts ghosts the pick finalized.
+ */
+LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse_n,
+				   const struct lab_wakeup *wk, const struct lab_params *p,
+				   u64 *st, u32 *ghosts)
+{
+	u32 se_n = cfs->curr, nse;
+	struct lab_se *se, *pse = SE(pool, pse_n);
+	int action = LAB_PREEMPT_WAKEUP, ret;
+
+	if (!se_n || se_n == pse_n)
+		return LAB_PREEMPT_NO;
+	se = SE(pool, se_n);
+	if (!sched_feat(p, PREEMPT_SHORT) && wk->need_resched)
+		return LAB_PREEMPT_NO;
+	if (!sched_feat(p, WAKEUP_PREEMPTION))
+		return LAB_PREEMPT_NO;
+	if (wk->curr_idle && !wk->wakee_idle) {
+		ret = LAB_PREEMPT_IDLE;
+		goto preempt;
+	}
+	if (wk->curr_idle != wk->wakee_idle || !wk->wakee_normal || pse->delayed)
+		goto nopreempt;
+
+	if (sched_feat(p, PREEMPT_SHORT) && pse->slice < se->slice) {
+		action = LAB_PREEMPT_SHORT;
+	} else {
+		if (wk->fork)
+			goto nopreempt;
+		if (sched_feat(p, NEXT_BUDDY)) {
+			/* set_preempt_buddy(): keep a buddy with an earlier deadline. */
+			bool buddy = !(cfs->next && entity_before(SE(pool, cfs->next), pse));
+
+			if (buddy)
+				set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);
+			if (buddy && wk->sync) {
+				/* preempt_sync(): only once curr ran migration_cost (a quarter of it
+				 * when select_cpu placed the wakee), and only for an earlier deadline. */
+				u64 threshold = p->migration_cost;
+
+				if (wk->rq_selected)
+					threshold >>= 2;
+				if (entity_before(pse, se) && wk->curr_ran_ns >= threshold) {
+					ret = LAB_PREEMPT_SYNC;
+					goto preempt;
+				}
+				return LAB_PREEMPT_NO;
+			}
+		}
+	}
+
+	/* pick_next_entity() finalizes the ghosts it meets and picks again. */
+	nse = pick_next_entity(cfs, pool, action != LAB_PREEMPT_SHORT, p, st, ghosts);
+	if (nse == pse_n) {
+		ret = action;
+		goto preempt;
+	}
+	if (action == LAB_PREEMPT_SHORT && entity_eligible(cfs, pool, pse)) {
+		ret = LAB_PREEMPT_SHORT;
+		goto preempt;
+	}
+nopreempt:
+	lab_count(st, LAB_ST_WAKEUP_NO_PREEMPT);
+	if (sched_feat(p, RUN_TO_PARITY) && cfs->curr == se_n)
+		update_protect_slice(cfs, pool, se_n, st);
+	return LAB_PREEMPT_NO;
+preempt:
+	cancel_protect_slice(se);
+	if (ret == LAB_PREEMPT_SHORT) {
+		/* set_short_buddy(): unless the current buddy has an even shorter slice. */
+		if (!(cfs->next && SE(pool, cfs->next)->slice < pse->slice))
+			set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);
+	}
+	lab_count(st, ret == LAB_PREEMPT_SHORT ? LAB_ST_PREEMPT_SHORT :
+		  ret == LAB_PREEMPT_IDLE ? LAB_ST_PREEMPT_IDLE :
+		  ret == LAB_PREEMPT_SYNC ? LAB_ST_PREEMPT_SYNC : LAB_ST_PREEMPT_WAKEUP);
+	return ret;
+}
+
+#endif /* __LAB_PICK_H */
