@@ -210,9 +210,8 @@ impl<'a> Scheduler<'a> {
             let cfs = rq.cfs;
             let curr = (cfs.curr != 0)
                 .then(|| self.pool.se(cfs.curr))
-                .filter(|se| se.on_rq != 0)
-                .map(|se| (se.vruntime, se.weight));
-            cpus.insert(cpu, stats::queue_state(&cfs, curr));
+                .filter(|se| se.on_rq != 0);
+            cpus.insert(cpu, stats::queue_state(&cfs, curr.as_ref()));
         }
         let mut callbacks = BTreeMap::new();
         if self.bpf_stats.is_some() {

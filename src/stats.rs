@@ -490,19 +490,14 @@ impl Metrics {
     }
 }
 
-/// V of a queue read from user space (no re-centring; floor division like avg_vruntime()).
-pub fn queue_state(cfs: &ffi::lab_cfs, curr: Option<(u64, u32)>) -> CpuQueue {
-    let (mut s, mut w) = (cfs.sum_w_vruntime as i128, cfs.sum_weight as i128);
-    if let Some((v, wt)) = curr {
-        s += (v.wrapping_sub(cfs.zero_vruntime) as i64 as i128) * wt as i128;
-        w += wt as i128;
-    }
-    let avg = if w > 0 {
-        cfs.zero_vruntime
-            .wrapping_add(s.div_euclid(w) as i64 as u64)
-    } else {
-        cfs.zero_vruntime
-    };
+/// V of a queue read from user space: the scheduler's own formula (avg_vruntime_peek() in
+/// src/bpf/avg_vruntime.h, PARANOID_AVG's weight shift included), without re-centring.
+/// `curr` is the queue's running entity while it is queued.
+pub fn queue_state(cfs: &ffi::lab_cfs, curr: Option<&ffi::lab_se>) -> CpuQueue {
+    let curr = curr.map_or(std::ptr::null(), |se| se as *const ffi::lab_se);
+    // SAFETY: both pointers are valid for the call (or null for curr); the C function only
+    // reads them.
+    let avg = unsafe { ffi::host_avg_vruntime_peek(cfs, curr) };
     CpuQueue {
         avg_vruntime: avg,
         nr_queued: cfs.nr_queued as u64,
@@ -728,6 +723,21 @@ mod tests {
         // floor(-3 / 2) = -2
         assert_eq!(queue_state(&cfs, None).avg_vruntime, 998);
         // curr at 1010 with weight 2: (-3 + 20) / 4 = 4
-        assert_eq!(queue_state(&cfs, Some((1010, 2))).avg_vruntime, 1004);
+        let curr = ffi::lab_se {
+            vruntime: 1010,
+            weight: 2,
+            ..Default::default()
+        };
+        assert_eq!(queue_state(&cfs, Some(&curr)).avg_vruntime, 1004);
+        // PARANOID_AVG's shift applies to curr's weight as to the tree's: 2 >> 1 = 1, kept at
+        // the minimum of 2.
+        let shifted = ffi::lab_cfs {
+            sum_shift: 1,
+            ..cfs
+        };
+        assert_eq!(queue_state(&shifted, Some(&curr)).avg_vruntime, 1004);
+        let heavy = ffi::lab_se { weight: 8, ..curr };
+        // w' = 8 >> 1 = 4: (-3 + 40) / 6 = 6 (unshifted it would be (-3 + 80) / 10 = 7)
+        assert_eq!(queue_state(&shifted, Some(&heavy)).avg_vruntime, 1006);
     }
 }

@@ -109,12 +109,14 @@ LAB_INLINE s64 lab_div_floor(s64 s, u64 w)
 }
 
 /*
- * avg_vruntime(): V, and re-centre zero_vruntime onto it. @curr is the queue's running entity
- * when it is still queued (NULL otherwise).
+ * The offset of V from zero_vruntime, floor((S + key_curr * w_curr) / (W + w_curr)): the one V
+ * formula of the lab. avg_vruntime() applies it; the dump and the daemon's stats read V through
+ * avg_vruntime_peek() without moving the origin. @curr is the queue's running entity when it is
+ * still queued (NULL otherwise).
  */
-LAB_INLINE u64 avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr)
+LAB_INLINE s64 avg_vruntime_offset(const struct lab_cfs *cfs, const struct lab_se *curr)
 {
-	s64 runtime = cfs->sum_w_vruntime, delta = 0;
+	s64 runtime = cfs->sum_w_vruntime;
 	u64 weight = cfs->sum_weight;
 
 	if (weight) {
@@ -124,12 +126,22 @@ LAB_INLINE u64 avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr)
 			runtime += entity_key(cfs, curr->vruntime) * (s64)w;
 			weight += w;
 		}
-		delta = lab_div_floor(runtime, weight);
-	} else if (curr) {
-		/* A lone running entity is its own average. */
-		delta = entity_key(cfs, curr->vruntime);
+		return lab_div_floor(runtime, weight);
 	}
-	update_zero_vruntime(cfs, delta);
+	/* A lone running entity is its own average. */
+	return curr ? entity_key(cfs, curr->vruntime) : 0;
+}
+
+/* avg_vruntime() without its side effect: V, leaving zero_vruntime where it is. */
+LAB_INLINE u64 avg_vruntime_peek(const struct lab_cfs *cfs, const struct lab_se *curr)
+{
+	return cfs->zero_vruntime + (u64)avg_vruntime_offset(cfs, curr);
+}
+
+/* avg_vruntime(): V, and re-centre zero_vruntime onto it (update_zero_vruntime()). */
+LAB_INLINE u64 avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr)
+{
+	update_zero_vruntime(cfs, avg_vruntime_offset(cfs, curr));
 	return cfs->zero_vruntime;
 }
 
@@ -165,7 +177,7 @@ LAB_INLINE bool vruntime_eligible(const struct lab_cfs *cfs, const struct lab_se
 LAB_INLINE s64 entity_lag(u64 avruntime, const struct lab_se *se, u64 max_slice, u64 tick_ns)
 {
 	s64 vlag = (s64)(avruntime - se->vruntime);
-	s64 limit = (s64)calc_delta_fair(max_slice + tick_ns, se->weight);
+	s64 limit = (s64)calc_delta_fair(max_slice + tick_ns, se);
 
 	return vlag < -limit ? -limit : vlag > limit ? limit : vlag;
 }

@@ -6,7 +6,9 @@
 #ifndef __LAB_DUMP_BPF_H
 #define __LAB_DUMP_BPF_H
 
-/* ops.dump: every queue with V and its entities, so that an exit can be diagnosed. */
+/* Queued entities listed per CPU (the earliest deadlines first). */
+#define LAB_DUMP_MAX_ENTITIES	32
+
 void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 {
 	struct lab_pool *pool = pool_get();
@@ -23,7 +25,7 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 		struct lab_cfs *cfs;
 		struct lab_se *curr;
 		u32 n;
-		s64 avg = 0;
+		u64 avg;
 
 		if (!rq || cpu >= LAB_MAX_CPUS)
 			break;
@@ -32,33 +34,23 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 			continue;
 		curr = cfs->curr ? SE(pool, cfs->curr) : NULL;
 		/* V without re-centring (read-only, unlocked: a best effort). */
-		if (cfs->sum_weight || curr) {
-			s64 s = cfs->sum_w_vruntime;
-			u64 w = cfs->sum_weight;
-
-			if (curr && curr->on_rq) {
-				s += entity_key(cfs, curr->vruntime) * (s64)curr->weight;
-				w += curr->weight;
-			}
-			if (w)
-				avg = lab_div_floor(s, w);
-		}
+		avg = avg_vruntime_peek(cfs, curr && curr->on_rq ? curr : NULL);
 		scx_bpf_dump("cpu%d V=%llu nr_queued=%u nr_delayed=%u curr=%d next=%d\n", cpu,
-			     cfs->zero_vruntime + avg, cfs->nr_queued, cfs->nr_delayed,
+			     avg, cfs->nr_queued, cfs->nr_delayed,
 			     curr ? curr->pid : 0, cfs->next ? SE(pool, cfs->next)->pid : 0);
 		if (curr)
 			scx_bpf_dump("  curr pid=%d v=%llu d=%llu vprot=%llu w=%u slice=%llu\n",
 				     curr->pid, curr->vruntime, curr->deadline, curr->vprot,
 				     curr->weight, curr->slice);
 		n = rb_first(cfs, pool);
-		bpf_for(i, 0, 32) {
+		bpf_for(i, 0, LAB_DUMP_MAX_ENTITIES) {
 			struct lab_se *se;
 			s64 lag;
 
 			if (!n)
 				break;
 			se = SE(pool, n);
-			lag = (s64)(cfs->zero_vruntime + avg - se->vruntime);
+			lag = (s64)(avg - se->vruntime);
 			scx_bpf_dump("  pid=%d v=%llu d=%llu lag=%lld %s%s w=%u slice=%llu\n", se->pid,
 				     se->vruntime, se->deadline, lag, lag >= 0 ? "E" : "N",
 				     se->delayed ? " ghost" : "", se->weight, se->slice);

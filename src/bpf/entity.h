@@ -54,6 +54,7 @@ struct lab_se {
 	u64 min_slice;		/* augmented: min slice of the subtree */
 	u64 max_slice;		/* augmented: max slice of the subtree */
 	u32 weight;		/* nice-table weight (1024 = nice 0) */
+	u32 inv_weight;		/* 2^32 / weight: the table's for a task; 0 = derive it */
 	u32 left, right, parent;	/* tree links (slots), 0 = none */
 	s32 pid;		/* the task in this slot; 0 = free */
 	s16 cpu;		/* the queue the entity is accounted in, -1 = none */
@@ -67,7 +68,7 @@ struct lab_se {
 	/* sched_ext bookkeeping, kept here so that it changes under the queue lock */
 	u8 custody;		/* held by the scheduler (ops.enqueue), not yet dispatched */
 	u8 running;		/* between ops.running and ops.stopping */
-	u8 pad;
+	u8 picked;		/* dispatched by a pick: the next ops.running is set_next_entity(first) */
 	u64 exec_snap;		/* the task's sum_exec_runtime already charged to vruntime */
 	u64 last_ran;		/* when it last stopped running (task_hot()) */
 };

@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The host build of src/bpf/eevdf.h: exported wrappers for the Rust unit tests. */
+/* The host build of the EEVDF core (src/bpf/eevdf.h): exported wrappers for the Rust side. */
 #include "host.h"
 
-u64 host_calc_delta_fair(u64 delta, u32 w) { return calc_delta_fair(delta, w); }
+u64 host_calc_delta_fair(u64 delta, u32 w, u32 inv_weight)
+{
+	struct lab_se se = { .weight = w, .inv_weight = inv_weight };
+
+	return calc_delta_fair(delta, &se);
+}
 u32 host_task_weight(s32 static_prio, bool idle) { return lab_task_weight(static_prio, idle); }
+u32 host_task_inv_weight(s32 static_prio, bool idle) { return lab_task_inv_weight(static_prio, idle); }
+u64 host_avg_vruntime_peek(const struct lab_cfs *cfs, const struct lab_se *curr)
+{
+	return avg_vruntime_peek(cfs, curr);
+}
+u64 host_hrtick_delay_ns(const struct lab_se *se) { return hrtick_delay_ns(se); }
 u64 host_avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr) { return avg_vruntime(cfs, curr); }
 bool host_vruntime_eligible(const struct lab_cfs *cfs, const struct lab_se *curr, u64 v)
 {
@@ -42,9 +53,10 @@ void host_requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32
 {
 	requeue_delayed_entity(cfs, pool, n, p, st);
 }
-void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p)
+void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, bool first,
+			  const struct lab_params *p)
 {
-	set_next_entity(cfs, pool, n, p);
+	set_next_entity(cfs, pool, n, first, p);
 }
 void host_put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p,
 			  u64 *st)
@@ -71,14 +83,14 @@ int host_wakeup_preempt(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse, con
 {
 	return wakeup_preempt_fair(cfs, pool, pse, wk, p, st, ghosts);
 }
-void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight,
+void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight, u32 inv_weight,
 			  const struct lab_params *p, u64 *st)
 {
-	reweight_entity(cfs, pool, n, weight, p, st);
+	reweight_entity(cfs, pool, n, weight, inv_weight, p, st);
 }
-bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, const struct lab_params *p, u64 *st)
+bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st)
 {
-	return yield_entity(cfs, pool, p, st);
+	return yield_entity(cfs, pool, st);
 }
 bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
 {

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Host entry points into src/bpf/eevdf.h, for the Rust unit tests (see src/eevdf_tests.rs).
+ * Host entry points into the EEVDF core (src/bpf/eevdf.h), for the Rust unit tests (see
+ * src/eevdf_tests.rs) and the daemon's V read-out (src/stats.rs).
  * Each wraps the inline function of the same name without the host_ prefix.
  */
 #ifndef __LAB_HOST_H
 #define __LAB_HOST_H
 #include "eevdf.h"
 
-u64 host_calc_delta_fair(u64 delta, u32 w);
+u64 host_calc_delta_fair(u64 delta, u32 w, u32 inv_weight);
 u32 host_task_weight(s32 static_prio, bool idle);
+u32 host_task_inv_weight(s32 static_prio, bool idle);
+u64 host_avg_vruntime_peek(const struct lab_cfs *cfs, const struct lab_se *curr);
+u64 host_hrtick_delay_ns(const struct lab_se *se);
 u64 host_avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr);
 bool host_vruntime_eligible(const struct lab_cfs *cfs, const struct lab_se *curr, u64 v);
 bool host_sum_w_vruntime_add(struct lab_cfs *cfs, u64 v, u32 weight, bool paranoid);
@@ -27,7 +31,8 @@ bool host_dequeue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int 
 			 const struct lab_params *p, u64 *st);
 void host_requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
 				 const struct lab_params *p, u64 *st);
-void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p);
+void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, bool first,
+			  const struct lab_params *p);
 void host_put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p,
 			  u64 *st);
 int host_update_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 delta, const struct lab_params *p,
@@ -38,9 +43,9 @@ u32 host_pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool prote
 			  const struct lab_params *p, u64 *st, u32 *ghosts);
 int host_wakeup_preempt(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse, const struct lab_wakeup *wk,
 			const struct lab_params *p, u64 *st, u32 *ghosts);
-void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight,
+void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight, u32 inv_weight,
 			  const struct lab_params *p, u64 *st);
-bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, const struct lab_params *p, u64 *st);
+bool host_yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st);
 bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n);
 u64 host_cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool);
 u64 host_cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool);

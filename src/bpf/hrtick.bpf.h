@@ -6,11 +6,11 @@
 #ifndef __LAB_HRTICK_BPF_H
 #define __LAB_HRTICK_BPF_H
 
-/* The hrtick stand-in: one CPU-pinned timer per CPU. */
+/* The hrtick stand-in: one timer per CPU (the map index is the CPU). */
 struct lab_hrtick {
 	struct bpf_timer timer;
-	u32 slot;		/* armed for this entity */
 	u32 armed;
+	u32 pad;
 };
 
 struct {
@@ -20,11 +20,14 @@ struct {
 	__type(value, struct lab_hrtick);
 } lab_hrticks SEC(".maps");
 
-/* hrtick: the deadline of the running entity came; let the pick decide (entity_tick()'s
- * queued path reschedules unconditionally). */
+/*
+ * hrtick(): the deadline of @key's running entity came; let the pick decide (entity_tick()'s
+ * queued path reschedules unconditionally). A timer armed from another CPU (an enqueue there)
+ * fires where it was armed, so the kick names the CPU explicitly.
+ */
 static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
 {
-	s32 cpu = bpf_get_smp_processor_id();
+	s32 cpu = *key;
 
 	if (!h->armed)
 		return 0;
@@ -34,8 +37,12 @@ static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
 	return 0;
 }
 
-/* hrtick_start_fair(): arm the timer for the deadline of the entity that starts running. */
-static void hrtick_start(s32 cpu, u32 slot, u64 wall_ns)
+/*
+ * hrtick_start(): arm @cpu's timer @wall_ns from now (hrtick_delay_ns()), replacing an armed one.
+ * Differs: the timer is pinned to the CPU that arms it, which for an enqueue from another CPU is
+ * not @cpu (hrtick_fire() kicks @cpu all the same).
+ */
+static void hrtick_start(s32 cpu, u64 wall_ns)
 {
 	struct lab_hrtick *h;
 	u32 c = cpu;
@@ -43,11 +50,22 @@ static void hrtick_start(s32 cpu, u32 slot, u64 wall_ns)
 	h = bpf_map_lookup_elem(&lab_hrticks, &c);
 	if (!h)
 		return;
-	h->slot = slot;
 	h->armed = 1;
 	bpf_timer_start(&h->timer, wall_ns ? wall_ns : 1, BPF_F_TIMER_CPU_PIN);
 }
 
+/* hrtick_update(): an enqueue arms @cpu's timer for its running entity unless one is armed. */
+static void hrtick_update(s32 cpu, u64 wall_ns)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (h && !h->armed)
+		hrtick_start(cpu, wall_ns);
+}
+
+/* hrtick_cancel(): the running entity stopped. */
 static void hrtick_cancel(s32 cpu)
 {
 	struct lab_hrtick *h;

@@ -95,7 +95,16 @@ struct task_ctx {
 	s32 last_wakee;		/* pid */
 	u64 wakee_flip_decay_ts;
 	struct lab_pelt load;	/* task_h_load(): the task's average runnable weight */
+	u32 prio_changed;	/* LAB_PRIO_*: a reweight waits for prio_changed_fair()'s check */
+	u32 pad;
 };
+
+/* task_ctx.prio_changed: the weight changed; ... and it got lower (the priority worse). */
+#define LAB_PRIO_CHANGED	1
+#define LAB_PRIO_WORSE		2
+
+/* task_ctx.wake_flags: select_cpu ran for this wakeup (the kernel's WF_RQ_SELECTED). */
+#define LAB_WF_RQ_SELECTED	(1U << 31)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -123,8 +132,9 @@ u64 llc_scan_stamp[LAB_MAX_CPUS];
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
 u64 lab_stats[LAB_MAX_CPUS][LAB_NR_STATS];
 
-/* TICK_NSEC, measured by user space before attaching (1e9 / CONFIG_HZ). */
-u64 tick_ns = 4000000;
+/* TICK_NSEC, measured by user space before attaching (1e9 / CONFIG_HZ); until then HZ=250's. */
+#define LAB_DEFAULT_TICK_NS	(4ULL * 1000 * 1000)
+u64 tick_ns = LAB_DEFAULT_TICK_NS;
 
 /* Set by lab_probe_clock() for user space to derive HZ. */
 u64 probe_jiffies, probe_ns;
@@ -206,6 +216,12 @@ static __always_inline const struct lab_params *params_get(void)
 static __always_inline u32 task_weight(const struct task_struct *p)
 {
 	return lab_task_weight(p->static_prio, p->policy == LAB_SCHED_IDLE);
+}
+
+/* The inverse weight that goes with task_weight() (se->load.inv_weight). */
+static __always_inline u32 task_inv_weight(const struct task_struct *p)
+{
+	return lab_task_inv_weight(p->static_prio, p->policy == LAB_SCHED_IDLE);
 }
 
 /* Bring the queue's load average up to @now with the weight it held until now (call with the
@@ -293,6 +309,8 @@ static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
 	return true;
 }
 
+#include "hrtick.bpf.h"
+
 /* ---------------------------------------------------------------------------------------------
  * Queue operations
  *
@@ -305,17 +323,19 @@ static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
 __noinline int lab_undispatch(u32 slot, s32 cpu);
 
 /*
- * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP: the lag is saved and,
- * with PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead.
+ * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP (dequeue_entity()): the
+ * queue's running entity is accounted first (update_curr()), then the lag is saved and, with
+ * PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead. Differs: a
+ * reschedule that this update_curr() would ask for waits for the CPU's next decision or tick.
  */
 __noinline int lab_leave(u32 n, u64 now)
 {
 	const struct lab_params *p = params_get();
 	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row();
+	u64 *st = stats_row(), total;
 	struct lab_rq *rq;
 	struct lab_se *se;
-	s32 cpu;
+	s32 cpu, pid;
 
 	if (!pool)
 		return 0;
@@ -323,9 +343,11 @@ __noinline int lab_leave(u32 n, u64 now)
 	cpu = se->cpu;
 	if (cpu < 0 || !se->on_rq || !(rq = rq_get(cpu)))
 		return 0;
+	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == cpu) {
 		rq_load_touch(rq, pool, now);
+		account_curr(&rq->cfs, pool, total, pid, p, st);
 		if (se->delayed) {
 			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
 			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
@@ -334,6 +356,7 @@ __noinline int lab_leave(u32 n, u64 now)
 		}
 		se->custody = 0;
 		se->running = 0;
+		se->picked = 0;
 		se->cpu = -1;
 	}
 	bpf_spin_unlock(&rq->lock);
@@ -344,10 +367,14 @@ __noinline int lab_leave(u32 n, u64 now)
  * enqueue_task_fair()'s EEVDF part for the task of @tc on @cpu: a ghost on this queue requeues,
  * anything else is placed (as a new task with @initial). A ghost elsewhere (it woke on another
  * CPU) is finalized there first. @custom_slice is the task's sched_runtime slice, 0 for none.
- * Returns 1 when update_curr() found the running task's request or protection over: the caller
- * reschedules @cpu, as resched_curr_lazy() in the kernel's update_curr().
+ * Returns LAB_JOIN_KICK when update_curr() found the running task's request or protection over:
+ * the caller reschedules @cpu, as resched_curr_lazy() in the kernel's update_curr(). Otherwise,
+ * with HRTICK and someone to switch to, the wall ns until the running entity's deadline for
+ * hrtick_update() (enqueue_task_fair() ends with it), else 0.
  */
-__noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_slice)
+#define LAB_JOIN_KICK	(-1)
+
+__noinline long lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_slice)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
@@ -355,7 +382,7 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 	struct lab_rq *rq;
 	struct lab_se *se;
 	s32 pid;
-	int kick = 0;
+	long ret = 0;
 	u32 n;
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
@@ -373,8 +400,8 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
-	if (account_curr(&rq->cfs, pool, total, pid, params, st))
-		kick = resched_curr_lazy(rq, st);
+	if (account_curr(&rq->cfs, pool, total, pid, params, st) && resched_curr_lazy(rq, st))
+		ret = LAB_JOIN_KICK;
 	if (se->on_rq && se->cpu == cpu) {
 		if (se->delayed)
 			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
@@ -386,8 +413,14 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 		enqueue_entity(&rq->cfs, pool, n, (initial || se->is_new) ? LAB_PLACE_INITIAL : 0,
 			       params, st);
 	}
+	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
+		struct lab_se *curr = SE(pool, rq->cfs.curr);
+
+		if (curr->running)
+			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
+	}
 	bpf_spin_unlock(&rq->lock);
-	return kick;
+	return ret;
 }
 
 /* lab_join() for @p (its sched_setattr() custom slice read here). */
@@ -395,14 +428,17 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool init
 {
 	u64 custom = p->se.custom_slice ? lab_custom_slice(p->se.slice) : 0;
 
-	if (lab_join(tctx_get(p), cpu, initial, custom))
+	long ret = lab_join(tctx_get(p), cpu, initial, custom);
+
+	if (ret == LAB_JOIN_KICK)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	else if (ret > 0)
+		hrtick_update(cpu, ret);
 }
 
 #include "slots.bpf.h"
 #include "select.bpf.h"
 #include "balance.bpf.h"
-#include "hrtick.bpf.h"
 #include "dump.bpf.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -421,7 +457,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	if (!tc || !pool)
 		return prev_cpu;
 	stat_inc(LAB_ST_SELECT);
-	tc->wake_flags = wake_flags;
+	tc->wake_flags = wake_flags | LAB_WF_RQ_SELECTED;
 	se = SE(pool, tc->slot);
 
 	/*
@@ -455,6 +491,7 @@ void BPF_STRUCT_OPS(lab_runnable, struct task_struct *p, u64 enq_flags)
 #define LAB_WK_SYNC	4
 #define LAB_WK_IDLE	8	/* the wakee is SCHED_IDLE */
 #define LAB_WK_NORMAL	16	/* the wakee's policy is SCHED_NORMAL or SCHED_EXT */
+#define LAB_WK_SELECTED	32	/* WF_RQ_SELECTED: select_cpu ran for this wakeup */
 
 /*
  * ops.enqueue's queue part: entity @n on @cpu comes into the scheduler's custody; for a wakeup,
@@ -476,7 +513,7 @@ __noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
 	se = SE(pool, n);
 	wk.fork = wk_bits & LAB_WK_FORK;
 	wk.sync = wk_bits & LAB_WK_SYNC;
-	wk.rq_selected = true;
+	wk.rq_selected = wk_bits & LAB_WK_SELECTED;
 	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
 	wk.wakee_normal = wk_bits & LAB_WK_NORMAL;
 
@@ -519,12 +556,17 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, initial);
 
-	if ((enq_flags & SCX_ENQ_WAKEUP) || initial)
+	/* wakeup_preempt() for a wakeup or a new task, and prio_changed_fair()'s for a queued task
+	 * whose weight changed. */
+	if ((enq_flags & SCX_ENQ_WAKEUP) || initial || tc->prio_changed)
 		wk |= LAB_WK_CHECK;
+	tc->prio_changed = 0;
 	if (initial)
 		wk |= LAB_WK_FORK;
 	if (tc->wake_flags & SCX_WAKE_SYNC)
 		wk |= LAB_WK_SYNC;
+	if (tc->wake_flags & LAB_WF_RQ_SELECTED)
+		wk |= LAB_WK_SELECTED;
 	if (p->policy == LAB_SCHED_IDLE)
 		wk |= LAB_WK_IDLE;
 	if (p->policy == LAB_SCHED_NORMAL || p->policy == LAB_SCHED_EXT)
@@ -585,6 +627,7 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 			lab_count(st, LAB_ST_DISPATCH_KEEP);
 		} else if (se->custody) {
 			se->custody = 0;
+			se->picked = 1;
 			ret = n;
 		} else {
 			ret = LAB_PICK_BUSY;
@@ -603,10 +646,22 @@ __noinline int lab_undispatch(u32 slot, s32 cpu)
 	if (!pool || !rq)
 		return 0;
 	bpf_spin_lock(&rq->lock);
-	if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu)
+	if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu) {
 		SE(pool, slot)->custody = 1;
+		SE(pool, slot)->picked = 0;
+	}
 	bpf_spin_unlock(&rq->lock);
 	return 0;
+}
+
+/* The task a newidle balance pulled is dispatched as the pick: its ops.running is first. */
+static __always_inline void mark_picked(struct task_struct *t)
+{
+	struct lab_pool *pool = pool_get();
+	struct task_ctx *tc = tctx_get(t);
+
+	if (pool && tc)
+		SE(pool, tc->slot)->picked = 1;
 }
 
 void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
@@ -634,6 +689,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		t = newidle_balance(cpu, rq, params_get(), now, stats_row());
 		if (!t)
 			return;
+		mark_picked(t);
 		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 		bpf_task_release(t);
 		return;
@@ -645,7 +701,8 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
 		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 	} else {
-		/* Give the entity back to the queue's custody and try again shortly. */
+		/* Give the entity back to the queue's custody: this CPU's next dispatch (after a
+		 * kick, a wakeup or the tick) picks again. */
 		stat_inc(LAB_ST_DISPATCH_MISS);
 		lab_undispatch(slot, cpu);
 	}
@@ -654,8 +711,9 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 }
 
 /*
- * set_next_task_fair(): entity @n starts running on @cpu (@sum_exec: its execution time so far).
- * Returns how long until its deadline when the hrtick should be armed, else 0.
+ * set_next_task_fair(): entity @n starts running on @cpu (@sum_exec: its execution time so far),
+ * as the pick (@first, set_next_entity(first)) or re-run after a property change. Returns how
+ * long until its deadline when the hrtick should be armed, else 0.
  */
 __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 {
@@ -674,17 +732,15 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 	pelt_update(&rq->util, now, pc->running ? LAB_SCHED_CAPACITY : 0);
 	pc->running = 1;
 	if (se->on_rq && se->cpu == cpu) {
-		set_next_entity(&rq->cfs, pool, n, params);
+		set_next_entity(&rq->cfs, pool, n, se->picked, params);
+		se->picked = 0;
 		se->running = 1;
 		se->custody = 0;
 		se->exec_snap = sum_exec;
 		rq->kicked = 0;
 		/* hrtick_start_fair(): only when there is someone to switch to. */
-		if (sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1) {
-			s64 vdelta = (s64)(se->deadline - se->vruntime);
-
-			hrtick_ns = vdelta > 0 ? (long)((u64)vdelta * se->weight / NICE_0_LOAD) : 1;
-		}
+		if (sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1)
+			hrtick_ns = (long)lab_max_u64(hrtick_delay_ns(se), 1);
 	}
 	bpf_spin_unlock(&rq->lock);
 	return hrtick_ns;
@@ -705,7 +761,11 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 		join_queue(p, cpu, false);
 	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
 	if (hrtick_ns > 0)
-		hrtick_start(cpu, tc->slot, hrtick_ns);
+		hrtick_start(cpu, hrtick_ns);
+	/* prio_changed_fair() for the running task: a lower priority reschedules. */
+	if (tc->prio_changed == LAB_PRIO_WORSE)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	tc->prio_changed = 0;
 }
 
 void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
@@ -741,15 +801,18 @@ void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 	bpf_spin_unlock(&rq->lock);
 }
 
-/* dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost. */
+/*
+ * dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost, after
+ * update_curr() of the queue's running entity (which, for a sleeper, ops.stopping already did).
+ */
 __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row();
+	u64 *st = stats_row(), total;
 	struct lab_rq *rq;
 	struct lab_se *se;
-	s32 cpu;
+	s32 cpu, pid;
 
 	if (!pool)
 		return 0;
@@ -757,11 +820,14 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 now)
 	cpu = se->cpu;
 	if (cpu < 0 || !(rq = rq_get(cpu)))
 		return 0;
+	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
+	account_curr(&rq->cfs, pool, total, pid, params, st);
 	if (se->on_rq && se->cpu == cpu) {
 		se->running = 0;
 		se->custody = 0;
+		se->picked = 0;
 		if (dequeue_entity(&rq->cfs, pool, n, flags, params, st))
 			se->cpu = -1;
 	}
@@ -850,39 +916,55 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 	periodic_balance(cpu, rq, params_get(), now, stats_row());
 }
 
-/* reweight_task_fair(): entity @n gets @weight, keeping its lag (and V). */
-__noinline int lab_reweight(u32 n, u32 weight)
+/*
+ * reweight_task_fair(): entity @n gets @weight (and its inverse), keeping its lag (and V), after
+ * update_curr() of its queue. Usually the entity is not queued here: the core wraps a nice change
+ * in a dequeue/enqueue pair (DEQUEUE_SAVE), so only its saved lag is rescaled.
+ */
+__noinline int lab_reweight(u32 n, u32 weight, u32 inv_weight)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row();
+	u64 *st = stats_row(), total;
 	struct lab_rq *rq;
 	struct lab_se *se;
-	s32 cpu;
+	s32 cpu, pid;
 
 	if (!pool)
 		return 0;
 	se = SE(pool, n);
 	cpu = se->cpu;
 	if (se->on_rq && cpu >= 0 && (rq = rq_get(cpu))) {
+		pid = curr_exec_now(cpu, &total);
 		bpf_spin_lock(&rq->lock);
+		account_curr(&rq->cfs, pool, total, pid, params, st);
 		if (se->on_rq && se->cpu == cpu)
-			reweight_entity(&rq->cfs, pool, n, weight, params, st);
+			reweight_entity(&rq->cfs, pool, n, weight, inv_weight, params, st);
 		else
-			reweight_entity(NULL, pool, n, weight, params, NULL);
+			reweight_entity(NULL, pool, n, weight, inv_weight, params, NULL);
 		bpf_spin_unlock(&rq->lock);
 	} else {
-		reweight_entity(NULL, pool, n, weight, params, NULL);
+		reweight_entity(NULL, pool, n, weight, inv_weight, params, NULL);
 	}
 	return 0;
 }
 
+/*
+ * ops.set_weight: reweight, and remember the change for prio_changed_fair()'s check, which runs
+ * when the task is back on its queue (ops.enqueue, or ops.running for the running task).
+ */
 void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 {
+	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
+	u32 weight = task_weight(p), old;
 
-	if (tc)
-		lab_reweight(tc->slot, task_weight(p));
+	if (!tc || !pool)
+		return;
+	old = SE(pool, tc->slot)->weight;
+	lab_reweight(tc->slot, weight, task_inv_weight(p));
+	if (old && weight != old)
+		tc->prio_changed = weight < old ? LAB_PRIO_WORSE : LAB_PRIO_CHANGED;
 }
 
 /* A ghost whose CPU left its affinity is finalized (the kernel dequeues it on migration). */
@@ -919,7 +1001,7 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 		set_next_buddy(&rq->cfs, pool, tto->slot, false);
 		buddy = true;
 	}
-	yield_entity(&rq->cfs, pool, params, st);
+	yield_entity(&rq->cfs, pool, st);
 	bpf_spin_unlock(&rq->lock);
 	scx_bpf_task_set_slice(from, 0);
 	return buddy;
@@ -943,8 +1025,10 @@ void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 
-	if (pool && tc)
+	if (pool && tc) {
 		SE(pool, tc->slot)->weight = task_weight(p);
+		SE(pool, tc->slot)->inv_weight = task_inv_weight(p);
+	}
 }
 
 void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)

@@ -183,9 +183,11 @@ struct lab_wakeup {
 
 /*
  * wakeup_preempt_fair() (7.3): should the waking entity @pse preempt the queue's running entity?
- * The caller accounted curr first. Without preemption, RUN_TO_PARITY trims curr's protection to
- * the queue's shortest slice; with it, curr's protection is cancelled and a short-slice wakee
- * becomes the next buddy. @ghosts counts ghosts the pick finalized.
+ * The caller accounted curr first. A pick that keeps curr trims its protection to the queue's
+ * shortest slice (RUN_TO_PARITY); the early exits (policies, fork, a delayed wakee) leave it
+ * alone. A short-slice preemption cancels curr's protection and makes the wakee the next buddy.
+ * @ghosts counts ghosts the pick finalized. Differs: need_resched and WF_RQ_SELECTED come from
+ * the lab's own bookkeeping (struct lab_wakeup), not the kernel's flags.
  */
 LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse_n,
 				   const struct lab_wakeup *wk, const struct lab_params *p,
@@ -206,14 +208,15 @@ LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, struct lab_pool *pool, u
 		ret = LAB_PREEMPT_IDLE;
 		goto preempt;
 	}
-	if (wk->curr_idle != wk->wakee_idle || !wk->wakee_normal || pse->delayed)
-		goto nopreempt;
+	/* The early exits decide nothing about curr: its protection stays as it is. */
+	if (wk->curr_idle != wk->wakee_idle || !wk->wakee_normal)
+		goto exit;
 
 	if (sched_feat(p, PREEMPT_SHORT) && pse->slice < se->slice) {
 		action = LAB_PREEMPT_SHORT;
 	} else {
-		if (wk->fork)
-			goto nopreempt;
+		if (wk->fork || pse->delayed)
+			goto exit;
 		if (sched_feat(p, NEXT_BUDDY)) {
 			/* set_preempt_buddy(): keep a buddy with an earlier deadline. */
 			bool buddy = !(cfs->next && entity_before(SE(pool, cfs->next), pse));
@@ -246,14 +249,21 @@ LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, struct lab_pool *pool, u
 		ret = LAB_PREEMPT_SHORT;
 		goto preempt;
 	}
-nopreempt:
-	lab_count(st, LAB_ST_WAKEUP_NO_PREEMPT);
+	/* The pick kept curr (or chose a third entity): RUN_TO_PARITY trims curr's protection. */
 	if (sched_feat(p, RUN_TO_PARITY) && cfs->curr == se_n)
 		update_protect_slice(cfs, pool, se_n, st);
+exit:
+	lab_count(st, LAB_ST_WAKEUP_NO_PREEMPT);
 	return LAB_PREEMPT_NO;
 preempt:
-	cancel_protect_slice(se);
-	if (ret == LAB_PREEMPT_SHORT) {
+	/*
+	 * Only the short-slice action (PREEMPT_SHORT, and an idle curr, which the kernel handles as
+	 * that action) ends curr's protection and its buddy status; a pick-based or sync preemption
+	 * leaves both for the pick to judge.
+	 */
+	if (ret == LAB_PREEMPT_SHORT || ret == LAB_PREEMPT_IDLE) {
+		cancel_protect_slice(se);
+		clear_buddies(cfs, se_n);
 		/* set_short_buddy(): unless the current buddy has an even shorter slice. */
 		if (!(cfs->next && SE(pool, cfs->next)->slice < pse->slice))
 			set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);

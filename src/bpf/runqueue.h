@@ -149,7 +149,7 @@ LAB_INLINE bool update_deadline(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 		return false;
 	if (!se->custom_slice)
 		se->slice = p->base_slice;
-	se->deadline = se->vruntime + calc_delta_fair(se->slice, se->weight);
+	se->deadline = se->vruntime + calc_delta_fair(se->slice, se);
 	avg_vruntime(cfs, cfs_curr(cfs, pool));
 	lab_count(st, LAB_ST_DEADLINE_NEW);
 	return true;
@@ -187,7 +187,7 @@ LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u3
 		if (sched_feat(p, PREEMPT_SHORT))
 			vprot = min_vruntime_of(vprot, avg_vruntime(cfs, NULL));
 		else
-			vprot = min_vruntime_of(vprot, se->vruntime + calc_delta_fair(slice, se->weight));
+			vprot = min_vruntime_of(vprot, se->vruntime + calc_delta_fair(slice, se));
 	}
 	se->vprot = vprot;
 }
@@ -198,7 +198,7 @@ LAB_INLINE void update_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool,
 {
 	struct lab_se *se = SE(pool, n);
 	u64 base = min_vruntime_of(se->vruntime, avg_vruntime(cfs, cfs_curr(cfs, pool)));
-	u64 vprot = base + calc_delta_fair(cfs_min_slice(cfs, pool), se->weight);
+	u64 vprot = base + calc_delta_fair(cfs_min_slice(cfs, pool), se);
 
 	if (vruntime_gt(se->vprot, vprot)) {
 		se->vprot = vprot;
@@ -227,7 +227,7 @@ LAB_INLINE int update_curr_math(struct lab_cfs *cfs, struct lab_pool *pool, u64 
 	if (!cfs->curr || !delta_exec)
 		return LAB_RESCHED_NONE;
 	curr = SE(pool, cfs->curr);
-	curr->vruntime += calc_delta_fair(delta_exec, curr->weight);
+	curr->vruntime += calc_delta_fair(delta_exec, curr);
 	resched = update_deadline(cfs, pool, cfs->curr, p, st);
 	if (cfs->nr_queued <= 1)
 		return LAB_RESCHED_NONE;
@@ -256,7 +256,7 @@ LAB_INLINE void place_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, 
 
 	if (!se->custom_slice)
 		se->slice = p->base_slice;
-	vslice = calc_delta_fair(se->slice, se->weight);
+	vslice = calc_delta_fair(se->slice, se);
 
 	if (sched_feat(p, PLACE_LAG) && cfs->nr_queued && se->vlag) {
 		u64 load = cfs->sum_weight, w = avg_vruntime_weight(cfs, se->weight);
@@ -391,8 +391,9 @@ LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *poo
 		cfs->nr_delayed--;
 }
 
-/* set_next_task_fair()'s EEVDF part: @n becomes the running entity. */
-LAB_INLINE void set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+/* set_next_entity(): @n becomes the running entity; @first: it was just picked (fair.c's
+ * set_next_task_fair(first)). */
+LAB_INLINE void set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, bool first,
 				const struct lab_params *p)
 {
 	struct lab_se *se = SE(pool, n);
@@ -401,8 +402,22 @@ LAB_INLINE void set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 	if (se->in_tree)
 		__dequeue_entity(cfs, pool, n);
 	cfs->curr = n;
-	if (se->on_rq)
+	/* Only a real pick (first) starts a protection; a re-run after a property change keeps
+	 * the one it had. */
+	if (se->on_rq && first)
 		set_protect_slice(cfs, pool, n, p);
+}
+
+/*
+ * hrtick_start_fair()'s arithmetic: the wall ns until the running entity @se reaches its
+ * deadline at its weight, or 0 when it is already there (the caller then reschedules at once).
+ * Differs: no stretch for IRQ pressure (cpu_util_irq() is not visible to sched_ext).
+ */
+LAB_INLINE u64 hrtick_delay_ns(const struct lab_se *se)
+{
+	s64 vdelta = (s64)(se->deadline - se->vruntime);
+
+	return vdelta > 0 ? (u64)vdelta * se->weight / NICE_0_LOAD : 0;
 }
 
 /* put_prev_entity(): the running entity stops running but stays queued. */
@@ -419,19 +434,25 @@ LAB_INLINE void put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 
 
 /*
- * reweight_eevdf(): a new weight keeps the entity's lag (V - v) * w, which leaves V unchanged:
- * lag, a relative deadline and a relative protection scale by old/new. @n is queued or not.
+ * reweight_entity(): a new weight keeps the entity's lag (V - v) * w, which leaves V unchanged:
+ * lag, a relative deadline and a relative protection scale by old/new. @n is queued or not;
+ * @cfs is NULL when it is not. @inv_weight: the new weight's inverse (the nice table's for a
+ * task, as reweight_task_fair() sets it), 0 to derive it. The caller accounted curr first.
  */
 LAB_INLINE void reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight,
-				const struct lab_params *p, u64 *st)
+				u32 inv_weight, const struct lab_params *p, u64 *st)
 {
 	struct lab_se *se = SE(pool, n);
 	bool curr = cfs && cfs->curr == n, rel_vprot = false;
 	u64 avruntime = 0;
 	u32 old = se->weight;
 
-	if (old == weight || !weight)
+	if (!weight)
 		return;
+	if (old == weight) {
+		se->inv_weight = inv_weight;
+		return;
+	}
 	if (se->on_rq && cfs) {
 		lab_count(st, LAB_ST_REWEIGHT);
 		avruntime = avg_vruntime(cfs, cfs_curr(cfs, pool));
@@ -453,6 +474,7 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 	if (rel_vprot)
 		se->vprot = (u64)((s64)(se->vprot * (s64)old) / (s64)weight);
 	se->weight = weight;
+	se->inv_weight = inv_weight;
 	if (se->on_rq && cfs) {
 		if (rel_vprot)
 			se->vprot += avruntime;
@@ -466,11 +488,11 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 }
 
 /*
- * yield_task_fair(): an eligible running entity forfeits the rest of its request (vruntime
- * jumps to its deadline) and takes a new one. Returns true when it did.
+ * yield_task_fair(): an eligible running entity forfeits the rest of its request: vruntime
+ * jumps to its deadline and the deadline moves one request further, the slice unchanged (not
+ * update_deadline(), which would also reset a base slice). Returns true when it did.
  */
-LAB_INLINE bool yield_entity(struct lab_cfs *cfs, struct lab_pool *pool,
-			     const struct lab_params *p, u64 *st)
+LAB_INLINE bool yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st)
 {
 	struct lab_se *curr = cfs_curr(cfs, pool);
 
@@ -480,7 +502,7 @@ LAB_INLINE bool yield_entity(struct lab_cfs *cfs, struct lab_pool *pool,
 	if (!entity_eligible(cfs, pool, curr))
 		return false;
 	curr->vruntime = curr->deadline;
-	update_deadline(cfs, pool, cfs->curr, p, st);
+	curr->deadline += calc_delta_fair(curr->slice, curr);
 	lab_count(st, LAB_ST_YIELD);
 	return true;
 }

@@ -82,6 +82,8 @@ static __always_inline s32 slot_claim(struct task_struct *p, struct task_ctx *tc
 			se->rel_deadline = 0;
 			se->is_new = fork;
 			se->weight = task_weight(p);
+			se->inv_weight = task_inv_weight(p);
+			se->picked = 0;
 			se->slice = 0;
 			se->custom_slice = 0;
 			return 0;

@@ -1,0 +1,129 @@
+//! Load signals and the wake-affine, SIS_UTIL and newidle arithmetic (load.h).
+
+use super::*;
+
+#[test]
+fn pelt_halves_every_32_periods_and_converges_to_the_value() {
+    let period = 1u64 << 20;
+    let mut s = lab_pelt::default();
+    unsafe { host_pelt_update(&mut s, 1_000, 0) }; // starts the clock
+    let t0 = 1_000;
+    // Held at 1024 for a long time: converges to 1024.
+    unsafe { host_pelt_update(&mut s, t0 + 2000 * period, 1024) };
+    assert!(s.avg >= 1022 && s.avg <= 1024, "{}", s.avg);
+    // Then 0 for 32 periods: half of it is left (y^32 = 1/2).
+    let t1 = s.stamp;
+    unsafe { host_pelt_update(&mut s, t1 + 32 * period, 0) };
+    assert!((s.avg as i64 - 512).abs() <= 2, "{}", s.avg);
+    // Less than a period changes nothing and keeps the remainder for later.
+    let (avg, stamp) = (s.avg, s.stamp);
+    unsafe { host_pelt_update(&mut s, stamp + period - 1, 0) };
+    assert_eq!((s.avg, s.stamp), (avg, stamp));
+    // Updates in small steps equal one big step (piecewise-constant input).
+    let mut a = lab_pelt {
+        avg: 300,
+        stamp: 1 << 30,
+    };
+    let mut b = a;
+    for k in 1..=50u64 {
+        unsafe { host_pelt_update(&mut a, (1 << 30) + k * period, 800) };
+    }
+    unsafe { host_pelt_update(&mut b, (1 << 30) + 50 * period, 800) };
+    assert!(
+        (a.avg as i64 - b.avg as i64).abs() <= 50,
+        "{} vs {}",
+        a.avg,
+        b.avg
+    );
+}
+
+#[test]
+fn wake_wide_needs_many_flips_on_both_sides() {
+    unsafe {
+        // llc_size 4: the less flippy side needs >= 4 flips and the other >= 4x that.
+        assert!(!host_wake_wide(3, 100, 4));
+        assert!(!host_wake_wide(4, 15, 4));
+        assert!(host_wake_wide(4, 16, 4));
+        assert!(host_wake_wide(40, 10, 4));
+        assert!(!host_wake_wide(0, 0, 4));
+    }
+}
+
+#[test]
+fn wake_affine_weight_is_biased_towards_the_waker() {
+    unsafe {
+        // Equal loads, task load 100: this = 1000+100 vs prev = 1000-100: prev wins without bias.
+        assert!(!host_wake_affine_weight(
+            1000, 1000, 100, 0, false, 117, false
+        ));
+        // this 1100*100 vs prev 900*108: still prev.
+        assert!(!host_wake_affine_weight(
+            1000, 1000, 100, 0, false, 117, true
+        ));
+        // A lighter waker CPU wins: (800+100)*100 < (1000-100)*108.
+        assert!(host_wake_affine_weight(800, 1000, 100, 0, false, 117, true));
+        // ... but not without WA_BIAS: 900 vs 900 is a tie, and ties go to prev.
+        assert!(!host_wake_affine_weight(
+            800, 1000, 100, 0, false, 117, false
+        ));
+        // sync: the waker's own load leaves this CPU; a waker heavier than its CPU's load
+        // means this CPU.
+        assert!(host_wake_affine_weight(
+            500, 1000, 100, 600, true, 117, true
+        ));
+        assert!(host_wake_affine_weight(
+            1000, 1000, 100, 300, true, 117, true
+        ));
+        // sync ties are broken towards the waker (prev_eff + 1).
+        assert!(host_wake_affine_weight(100, 300, 100, 0, true, 100, false));
+    }
+}
+
+#[test]
+fn sis_util_scan_shrinks_with_utilisation() {
+    unsafe {
+        assert_eq!(host_nr_idle_scan(0, 4, 117), 4);
+        // x = 512 per CPU: 1024 - 512^2 * 117^2 / 10240000 = 674 -> 674 * 4 / 1024 = 2
+        assert_eq!(host_nr_idle_scan(4 * 512, 4, 117), 2);
+        // Above ~85 % (100/117) nothing is scanned.
+        assert_eq!(host_nr_idle_scan(4 * 880, 4, 117), 0);
+        assert_eq!(host_nr_idle_scan(4 * 1024, 4, 117), 0);
+        let mut last = u32::MAX;
+        for u in (0..=1024).step_by(64) {
+            let n = host_nr_idle_scan(8 * u, 8, 117);
+            assert!(n <= last);
+            last = n;
+        }
+    }
+}
+
+#[test]
+fn newidle_statistics_follow_success() {
+    let mut ni = lab_newidle::default();
+    unsafe {
+        host_newidle_init(&mut ni, 0);
+        assert_eq!((ni.calls, ni.success, ni.ratio), (512, 256, 512));
+        // Always failing, called often (NI_RATE adds nothing within 1 ms): the ratio drops.
+        let mut now = 0;
+        for _ in 0..4096 {
+            now += 1000;
+            host_newidle_account(&mut ni, true, false, now, false, true);
+        }
+        assert!(ni.ratio < 64, "{}", ni.ratio);
+        // NI_RANDOM then mostly skips: with ratio r the balance runs for rnd % 1024 <= 1 + r.
+        let runs = (0..1024u32)
+            .filter(|&r| host_newidle_should_run(&ni, r, true))
+            .count();
+        assert_eq!(runs as u32, 2 + ni.ratio);
+        assert!(
+            host_newidle_should_run(&ni, 1000, false),
+            "without NI_RANDOM it always runs"
+        );
+        // Rare calls (seconds apart) bring the ratio back up through NI_RATE's term.
+        for _ in 0..1024 {
+            now += 100_000_000;
+            host_newidle_account(&mut ni, false, false, now, true, true);
+        }
+        assert_eq!(ni.ratio, 1024);
+    }
+}
