@@ -2,6 +2,7 @@
 
 use crate::control::Control;
 use crate::features::{self, FeatureSet, Mirror, Tunables};
+use crate::topology::online_cpus;
 use crate::{kernel, sched, stats};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
@@ -202,21 +203,6 @@ fn monitor(args: &MonitorArgs) -> Result<()> {
     )
 }
 
-/// The number of online CPUs, as the kernel's num_online_cpus() counts them when it scales
-/// base_slice_ns: not this process's affinity (a bench under `taskset -c 3` sees one CPU).
-pub fn online_cpus() -> u64 {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| scx_utils::Cpumask::from_cpulist(s.trim()).ok())
-        .map(|m| m.weight() as u64)
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get() as u64)
-                .unwrap_or(1)
-        })
-}
-
 /// The features and tunables the daemon starts with: defaults (or the kernel's), then options.
 fn start_knobs(args: &DaemonArgs) -> Result<(FeatureSet, Tunables)> {
     let ncpus = online_cpus();
@@ -339,37 +325,4 @@ fn onoff(b: bool) -> &'static str {
 
 fn fmt_opt(v: Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::online_cpus;
-
-    /// A process pinned to one CPU (a bench under `taskset -c 3`) must still scale the slice by
-    /// the machine's CPU count, as the kernel does.
-    #[test]
-    fn online_cpus_ignores_the_affinity_of_the_caller() {
-        let all = online_cpus();
-        let t = std::thread::spawn(|| {
-            // SAFETY: a zeroed cpu_set_t is valid; the call only changes this thread's affinity.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(0, &mut set);
-                assert_eq!(
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                    0
-                );
-            }
-            assert_eq!(std::thread::available_parallelism().unwrap().get(), 1);
-            online_cpus()
-        });
-        assert_eq!(t.join().unwrap(), all);
-        let sysfs = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-        assert_eq!(
-            all,
-            scx_utils::Cpumask::from_cpulist(sysfs.trim())
-                .unwrap()
-                .weight() as u64
-        );
-    }
 }

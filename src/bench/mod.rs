@@ -287,7 +287,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     .context("cannot install the SIGINT/SIGTERM handler")?;
 
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
-    let ncpus = crate::cli::online_cpus();
+    let ncpus = crate::topology::online_cpus();
     let base = arms::baseline(ncpus);
     let arms: Vec<Arm> = specs
         .into_iter()

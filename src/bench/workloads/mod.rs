@@ -16,6 +16,8 @@ pub mod pipe_stream;
 pub mod schlat;
 pub mod weights;
 
+pub(crate) use crate::topology::allowed_cpus;
+
 use super::counters::{Counters, Snapshot};
 use super::stats::{Better, MeanKind};
 use anyhow::{Context, Result, bail};
@@ -718,20 +720,6 @@ pub fn timed_window(
 // ------------------------------------------------------------------------------------------------
 // Small system helpers shared by the workloads
 // ------------------------------------------------------------------------------------------------
-
-/// The CPUs this process may run on, in order.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain old data; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {
