@@ -4,8 +4,10 @@
 //! This module holds the command-line options and the session driver: it resolves arms and
 //! workloads, installs the interrupt handler, runs the protocol, restores every setting it
 //! touched, and writes the table, JSON, CSV and SVG outputs. The pieces live in the sibling
-//! modules: [`arms`] (putting arms in effect), [`protocol`] (order, warm-ups, validity),
-//! [`workloads`], [`counters`], [`stats`], [`report`], [`plot`] and [`env`].
+//! modules: [`arms`] (what an arm is), [`runner`] (putting arms in effect and checking them),
+//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`], [`stats`], [`report`],
+//! [`plot`] and [`env`]. It depends on nothing of the command line above it: `cli` calls
+//! [`run`] and [`workloads::worker_main`].
 
 pub mod arms;
 pub mod counters;
@@ -13,13 +15,15 @@ pub mod env;
 pub mod plot;
 pub mod protocol;
 pub mod report;
+pub mod runner;
 pub mod stats;
 pub mod workloads;
 
 use anyhow::{Context, Result, bail};
-use arms::{Arm, ArmSpec, Runner};
+use arms::{Arm, ArmSpec};
 use protocol::{NamedWorkload, Order, Session};
 use report::{Report, WorkloadInfo};
+use runner::Runner;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
