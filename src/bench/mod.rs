@@ -146,6 +146,35 @@ const THREADS_ONLY: &[&str] = &["schlat", "hog-probe", "weights"];
 /// Exit status after an interrupt (128 + SIGINT), once everything is restored.
 const EXIT_INTERRUPTED: u8 = 130;
 
+/// What a session does where an option is not given: a measurement, or a `--quick` smoke test
+/// (the options' help texts repeat these numbers).
+struct Defaults {
+    warmup_s: f64,
+    window_s: f64,
+    max_run_s: f64,
+    runs: usize,
+    bootstrap: usize,
+}
+
+const FULL: Defaults = Defaults {
+    warmup_s: 2.0,
+    window_s: 5.0,
+    max_run_s: 120.0,
+    runs: 10,
+    bootstrap: 10_000,
+};
+
+const QUICK: Defaults = Defaults {
+    warmup_s: 0.25,
+    window_s: 1.0,
+    max_run_s: 30.0,
+    runs: 3,
+    bootstrap: 2000,
+};
+
+/// The longest any time option may be, seconds.
+const MAX_OPTION_S: f64 = 3600.0;
+
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(f) = &args.validate {
         let text =
@@ -171,20 +200,21 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
 
     let q = args.quick;
+    let dflt = if q { &QUICK } else { &FULL };
     let rc = workloads::RunConfig {
-        warmup: secs(args.warmup.unwrap_or(if q { 0.25 } else { 2.0 }))?,
-        window: secs(args.window.unwrap_or(if q { 1.0 } else { 5.0 }))?,
-        max_run: secs(args.max_run.unwrap_or(if q { 30.0 } else { 120.0 }))?,
+        warmup: secs(args.warmup.unwrap_or(dflt.warmup_s))?,
+        window: secs(args.window.unwrap_or(dflt.window_s))?,
+        max_run: secs(args.max_run.unwrap_or(dflt.max_run_s))?,
         processes: args.processes,
     };
     if rc.window.is_zero() {
         bail!("--window must be > 0");
     }
-    let runs = args.runs.unwrap_or(if q { 3 } else { 10 });
+    let runs = args.runs.unwrap_or(dflt.runs);
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let boot_reps = args.bootstrap.unwrap_or(if q { 2000 } else { 10_000 });
+    let boot_reps = args.bootstrap.unwrap_or(dflt.bootstrap);
     let seed = args.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -387,8 +417,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn secs(s: f64) -> Result<Duration> {
-    if !(0.0..=3600.0).contains(&s) {
-        bail!("{s} s is out of range (0..=3600)");
+    if !(0.0..=MAX_OPTION_S).contains(&s) {
+        bail!("{s} s is out of range (0..={MAX_OPTION_S})");
     }
     Ok(Duration::from_secs_f64(s))
 }
