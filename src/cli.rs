@@ -188,7 +188,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn monitor(args: &MonitorArgs) -> Result<()> {
-    if !(args.interval > 0.0) {
+    if args.interval.is_nan() || args.interval <= 0.0 {
         bail!("the interval must be positive, got {}", args.interval);
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -294,12 +294,12 @@ fn cmd_diff_kernel() -> Result<bool> {
     let snap = kernel::KnobSnapshot::read()?;
     let (theirs, unknown) = snap.feature_set();
     let mut same = true;
-    println!("{:<24} {:>12} {:>12}", "", "lab", "kernel");
+    diff_row("", "lab", "kernel");
     for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
         let (a, b) = (ours.features.is_on(f), theirs.is_on(f));
         if a != b {
             same = false;
-            println!("{:<24} {:>12} {:>12}", f.name, onoff(a), onoff(b));
+            diff_row(f.name, onoff(a), onoff(b));
         }
     }
     let kt = snap.tunables(online_cpus())?;
@@ -307,16 +307,21 @@ fn cmd_diff_kernel() -> Result<bool> {
         let (a, b) = (ours.tunables.get(t.name), kt.get(t.name));
         if a != b {
             same = false;
-            println!("{:<24} {:>12} {:>12}", t.name, fmt_opt(a), fmt_opt(b));
+            diff_row(t.name, &fmt_opt(a), &fmt_opt(b));
         }
     }
     for u in &unknown {
-        println!("{u:<24} {:>12} {:>12}", "-", "(not mirrored)");
+        diff_row(u, "-", "(not mirrored)");
     }
     if same {
         println!("(no differences)");
     }
     Ok(same)
+}
+
+/// One line of the diff-kernel table: the knob, the lab's value, the kernel's.
+fn diff_row(name: &str, lab: &str, kernel: &str) {
+    println!("{name:<24} {lab:>12} {kernel:>12}");
 }
 
 fn onoff(b: bool) -> &'static str {
