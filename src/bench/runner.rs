@@ -65,6 +65,13 @@ pub struct Observation {
     pub sched_cpu_ns: Option<u64>,
 }
 
+impl Observation {
+    /// The value of the `root/events` counter `name` (0 where it was not listed).
+    fn event(&self, name: &str) -> u64 {
+        self.events.iter().find(|e| e.0 == name).map_or(0, |e| e.1)
+    }
+}
+
 /// A scheduler process the bench started.
 struct Sched {
     arm: usize,
@@ -584,12 +591,7 @@ pub fn compare_observations(kind: &ArmKind, a: &Observation, b: &Observation) ->
     }
     if *kind != ArmKind::Eevdf {
         for (name, v1) in &b.events {
-            let v0 = a
-                .events
-                .iter()
-                .find(|e| &e.0 == name)
-                .map(|e| e.1)
-                .unwrap_or(0);
+            let v0 = a.event(name);
             if name.contains("BYPASS_ACTIVATE") && *v1 > v0 {
                 bad.push(format!(
                     "sched_ext entered bypass mode during the run ({name} +{})",
@@ -605,15 +607,7 @@ pub fn compare_observations(kind: &ArmKind, a: &Observation, b: &Observation) ->
 pub fn event_deltas(a: &Observation, b: &Observation) -> Vec<(String, u64)> {
     b.events
         .iter()
-        .map(|(n, v1)| {
-            let v0 = a
-                .events
-                .iter()
-                .find(|e| &e.0 == n)
-                .map(|e| e.1)
-                .unwrap_or(0);
-            (n.clone(), v1.saturating_sub(v0))
-        })
+        .map(|(n, v1)| (n.clone(), v1.saturating_sub(a.event(n))))
         .filter(|(_, d)| *d > 0)
         .collect()
 }
