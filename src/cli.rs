@@ -2,6 +2,7 @@
 
 use crate::control::Control;
 use crate::features::{self, FeatureSet, Mirror, Tunables};
+use crate::topology::online_cpus;
 use crate::{kernel, sched, stats};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
@@ -187,7 +188,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 }
 
 fn monitor(args: &MonitorArgs) -> Result<()> {
-    if !(args.interval > 0.0) {
+    if args.interval.is_nan() || args.interval <= 0.0 {
         bail!("the interval must be positive, got {}", args.interval);
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -200,21 +201,6 @@ fn monitor(args: &MonitorArgs) -> Result<()> {
         &args.fields,
         || stop.load(std::sync::atomic::Ordering::Relaxed),
     )
-}
-
-/// The number of online CPUs, as the kernel's num_online_cpus() counts them when it scales
-/// base_slice_ns: not this process's affinity (a bench under `taskset -c 3` sees one CPU).
-pub fn online_cpus() -> u64 {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| scx_utils::Cpumask::from_cpulist(s.trim()).ok())
-        .map(|m| m.weight() as u64)
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get() as u64)
-                .unwrap_or(1)
-        })
 }
 
 /// The features and tunables the daemon starts with: defaults (or the kernel's), then options.
@@ -308,12 +294,12 @@ fn cmd_diff_kernel() -> Result<bool> {
     let snap = kernel::KnobSnapshot::read()?;
     let (theirs, unknown) = snap.feature_set();
     let mut same = true;
-    println!("{:<24} {:>12} {:>12}", "", "lab", "kernel");
+    diff_row("", "lab", "kernel");
     for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
         let (a, b) = (ours.features.is_on(f), theirs.is_on(f));
         if a != b {
             same = false;
-            println!("{:<24} {:>12} {:>12}", f.name, onoff(a), onoff(b));
+            diff_row(f.name, onoff(a), onoff(b));
         }
     }
     let kt = snap.tunables(online_cpus())?;
@@ -321,16 +307,21 @@ fn cmd_diff_kernel() -> Result<bool> {
         let (a, b) = (ours.tunables.get(t.name), kt.get(t.name));
         if a != b {
             same = false;
-            println!("{:<24} {:>12} {:>12}", t.name, fmt_opt(a), fmt_opt(b));
+            diff_row(t.name, &fmt_opt(a), &fmt_opt(b));
         }
     }
     for u in &unknown {
-        println!("{u:<24} {:>12} {:>12}", "-", "(not mirrored)");
+        diff_row(u, "-", "(not mirrored)");
     }
     if same {
         println!("(no differences)");
     }
     Ok(same)
+}
+
+/// One line of the diff-kernel table: the knob, the lab's value, the kernel's.
+fn diff_row(name: &str, lab: &str, kernel: &str) {
+    println!("{name:<24} {lab:>12} {kernel:>12}");
 }
 
 fn onoff(b: bool) -> &'static str {
@@ -339,37 +330,4 @@ fn onoff(b: bool) -> &'static str {
 
 fn fmt_opt(v: Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::online_cpus;
-
-    /// A process pinned to one CPU (a bench under `taskset -c 3`) must still scale the slice by
-    /// the machine's CPU count, as the kernel does.
-    #[test]
-    fn online_cpus_ignores_the_affinity_of_the_caller() {
-        let all = online_cpus();
-        let t = std::thread::spawn(|| {
-            // SAFETY: a zeroed cpu_set_t is valid; the call only changes this thread's affinity.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(0, &mut set);
-                assert_eq!(
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                    0
-                );
-            }
-            assert_eq!(std::thread::available_parallelism().unwrap().get(), 1);
-            online_cpus()
-        });
-        assert_eq!(t.join().unwrap(), all);
-        let sysfs = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-        assert_eq!(
-            all,
-            scx_utils::Cpumask::from_cpulist(sysfs.trim())
-                .unwrap()
-                .weight() as u64
-        );
-    }
 }

@@ -387,7 +387,7 @@ pub fn run(opts: &RunOpts) -> Result<()> {
             // update_sysctl(): on hotplug the kernel re-derives the base slice from the
             // normalized one for the new CPU count, overwriting a base_slice_ns written since.
             let t = &mut knobs.tunables;
-            let ncpus = crate::cli::online_cpus();
+            let ncpus = crate::topology::online_cpus();
             let base =
                 t.normalized_slice_ns * crate::features::scaling_factor(t.tunable_scaling, ncpus);
             if base != t.base_slice_ns {

@@ -1,10 +1,51 @@
-//! The CPU topology the BPF scheduler's CPU selection and balancing work with: LLCs (the
-//! balancing and idle-scan domain) and cores (SMT siblings), from scx_utils' Topology.
+//! The machine's CPUs: how many are online (what the kernel scales base_slice_ns by), which
+//! ones this process may run on (what the bench places its tasks on), and the topology the BPF
+//! scheduler's CPU selection and balancing work with: LLCs (the balancing and idle-scan domain)
+//! and cores (SMT siblings), from scx_utils' Topology.
+//!
+//! It only reads; it does not decide placement or scheduling policy (that is BPF's and the
+//! bench workloads').
 
 use crate::bpf_intf;
 use anyhow::{Result, bail};
 
 const MAX: usize = bpf_intf::lab_consts_LAB_MAX_CPUS as usize;
+
+/// Where the kernel lists the online CPUs (a cpulist such as `0-3,8`).
+const ONLINE_CPUS_PATH: &str = "/sys/devices/system/cpu/online";
+
+/// Offset of the core index given to CPUs the topology does not list, so that no two of them
+/// (and no listed CPU) share a core.
+const UNLISTED_CORE_BASE: u32 = 1_000_000;
+
+/// The number of online CPUs, as the kernel's num_online_cpus() counts them when it scales
+/// base_slice_ns: not this process's affinity (a bench under `taskset -c 3` sees one CPU).
+pub fn online_cpus() -> u64 {
+    std::fs::read_to_string(ONLINE_CPUS_PATH)
+        .ok()
+        .and_then(|s| scx_utils::Cpumask::from_cpulist(s.trim()).ok())
+        .map(|m| m.weight() as u64)
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get() as u64)
+                .unwrap_or(1)
+        })
+}
+
+/// The CPUs this process may run on, in order (its affinity; `[0]` when unreadable).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain old data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
 
 /// The layout BPF reads (struct lab_topo in src/bpf/intf.h), independent of the skeleton type.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -36,7 +77,9 @@ impl Topo {
         let mut t = Topo {
             nr_cpus: nr_cpus as u32,
             cpu_llc: vec![0; nr_cpus],
-            cpu_core: (0..nr_cpus as u32).map(|c| c + 1_000_000).collect(),
+            cpu_core: (0..nr_cpus as u32)
+                .map(|c| c + UNLISTED_CORE_BASE)
+                .collect(),
             cpu_llc_pos: vec![0; nr_cpus],
             ..Default::default()
         };
@@ -146,5 +189,33 @@ mod tests {
         assert_ne!(t.cpu_core[0], t.cpu_core[1]);
         assert_ne!(t.cpu_core[6], t.cpu_core[0]);
         assert!(Topo::from_cpus(0, &[]).is_err());
+    }
+
+    /// A process pinned to one CPU (a bench under `taskset -c 3`) must still scale the slice by
+    /// the machine's CPU count, as the kernel does.
+    #[test]
+    fn online_cpus_ignores_the_affinity_of_the_caller() {
+        let all = online_cpus();
+        let t = std::thread::spawn(|| {
+            // SAFETY: a zeroed cpu_set_t is valid; the call only changes this thread's affinity.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                assert_eq!(
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                    0
+                );
+            }
+            assert_eq!(std::thread::available_parallelism().unwrap().get(), 1);
+            online_cpus()
+        });
+        assert_eq!(t.join().unwrap(), all);
+        let sysfs = std::fs::read_to_string(ONLINE_CPUS_PATH).unwrap();
+        assert_eq!(
+            all,
+            scx_utils::Cpumask::from_cpulist(sysfs.trim())
+                .unwrap()
+                .weight() as u64
+        );
     }
 }

@@ -78,7 +78,7 @@ pub fn uname() -> Uname {
 }
 
 fn topology() -> Topology {
-    let allowed = super::workloads::allowed_cpus();
+    let allowed = crate::topology::allowed_cpus();
     let mut cores = BTreeMap::new();
     let mut smt = Vec::new();
     let mut llcs = Vec::new();

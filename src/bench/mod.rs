@@ -4,8 +4,10 @@
 //! This module holds the command-line options and the session driver: it resolves arms and
 //! workloads, installs the interrupt handler, runs the protocol, restores every setting it
 //! touched, and writes the table, JSON, CSV and SVG outputs. The pieces live in the sibling
-//! modules: [`arms`] (putting arms in effect), [`protocol`] (order, warm-ups, validity),
-//! [`workloads`], [`counters`], [`stats`], [`report`], [`plot`] and [`env`].
+//! modules: [`arms`] (what an arm is), [`runner`] (putting arms in effect and checking them),
+//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`], [`stats`], [`report`],
+//! [`plot`] and [`env`]. It depends on nothing of the command line above it: `cli` calls
+//! [`run`] and [`workloads::worker_main`].
 
 pub mod arms;
 pub mod counters;
@@ -13,13 +15,15 @@ pub mod env;
 pub mod plot;
 pub mod protocol;
 pub mod report;
+pub mod runner;
 pub mod stats;
 pub mod workloads;
 
 use anyhow::{Context, Result, bail};
-use arms::{Arm, ArmSpec, Runner};
+use arms::{Arm, ArmSpec};
 use protocol::{NamedWorkload, Order, Session};
 use report::{Report, WorkloadInfo};
+use runner::Runner;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,6 +146,35 @@ const THREADS_ONLY: &[&str] = &["schlat", "hog-probe", "weights"];
 /// Exit status after an interrupt (128 + SIGINT), once everything is restored.
 const EXIT_INTERRUPTED: u8 = 130;
 
+/// What a session does where an option is not given: a measurement, or a `--quick` smoke test
+/// (the options' help texts repeat these numbers).
+struct Defaults {
+    warmup_s: f64,
+    window_s: f64,
+    max_run_s: f64,
+    runs: usize,
+    bootstrap: usize,
+}
+
+const FULL: Defaults = Defaults {
+    warmup_s: 2.0,
+    window_s: 5.0,
+    max_run_s: 120.0,
+    runs: 10,
+    bootstrap: 10_000,
+};
+
+const QUICK: Defaults = Defaults {
+    warmup_s: 0.25,
+    window_s: 1.0,
+    max_run_s: 30.0,
+    runs: 3,
+    bootstrap: 2000,
+};
+
+/// The longest any time option may be, seconds.
+const MAX_OPTION_S: f64 = 3600.0;
+
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(f) = &args.validate {
         let text =
@@ -167,20 +200,21 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
 
     let q = args.quick;
+    let dflt = if q { &QUICK } else { &FULL };
     let rc = workloads::RunConfig {
-        warmup: secs(args.warmup.unwrap_or(if q { 0.25 } else { 2.0 }))?,
-        window: secs(args.window.unwrap_or(if q { 1.0 } else { 5.0 }))?,
-        max_run: secs(args.max_run.unwrap_or(if q { 30.0 } else { 120.0 }))?,
+        warmup: secs(args.warmup.unwrap_or(dflt.warmup_s))?,
+        window: secs(args.window.unwrap_or(dflt.window_s))?,
+        max_run: secs(args.max_run.unwrap_or(dflt.max_run_s))?,
         processes: args.processes,
     };
     if rc.window.is_zero() {
         bail!("--window must be > 0");
     }
-    let runs = args.runs.unwrap_or(if q { 3 } else { 10 });
+    let runs = args.runs.unwrap_or(dflt.runs);
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let boot_reps = args.bootstrap.unwrap_or(if q { 2000 } else { 10_000 });
+    let boot_reps = args.bootstrap.unwrap_or(dflt.bootstrap);
     let seed = args.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -287,7 +321,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     .context("cannot install the SIGINT/SIGTERM handler")?;
 
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
-    let ncpus = crate::cli::online_cpus();
+    let ncpus = crate::topology::online_cpus();
     let base = arms::baseline(ncpus);
     let arms: Vec<Arm> = specs
         .into_iter()
@@ -383,8 +417,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn secs(s: f64) -> Result<Duration> {
-    if !(0.0..=3600.0).contains(&s) {
-        bail!("{s} s is out of range (0..=3600)");
+    if !(0.0..=MAX_OPTION_S).contains(&s) {
+        bail!("{s} s is out of range (0..={MAX_OPTION_S})");
     }
     Ok(Duration::from_secs_f64(s))
 }

@@ -9,7 +9,8 @@
 //! run invalid with the reason, and invalid runs are kept in the records but left out of the
 //! statistics.
 
-use super::arms::{self, Arm, Runner};
+use super::arms::Arm;
+use super::runner::{self, Runner};
 use super::workloads::{Measurement, RunConfig, Workload};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -183,7 +184,7 @@ impl Session<'_> {
         let mut invalid: Vec<String> = Vec::new();
         invalid.extend(pre.into_iter().map(|p| format!("before the run: {p}")));
         invalid.extend(post.into_iter().map(|p| format!("after the run: {p}")));
-        invalid.extend(arms::compare_observations(&a.spec.kind, &obs0, &obs1));
+        invalid.extend(runner::compare_observations(&a.spec.kind, &obs0, &obs1));
         let measurement = match result {
             Ok(m) => {
                 invalid.extend(m.invalid.iter().cloned());
@@ -211,7 +212,7 @@ impl Session<'_> {
             duration_s,
             features_in_effect: runner.features_in_effect(a),
             measurement,
-            scx_events: arms::event_deltas(&obs0, &obs1),
+            scx_events: runner::event_deltas(&obs0, &obs1),
             sched_cpu_ns: obs1
                 .sched_cpu_ns
                 .zip(obs0.sched_cpu_ns)

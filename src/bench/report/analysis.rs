@@ -1,0 +1,285 @@
+//! The statistics of a session: per-arm summaries of every metric, scheduler counters per
+//! operation, the comparisons between arms (Δ%, intervals, markers) and the fidelity rows that
+//! set a feature's effect in the kernel beside its effect in the mirror.
+//!
+//! It only computes; the numbers become text in [`super::render`], and the statistical methods
+//! themselves are [`crate::bench::stats`].
+
+use super::WorkloadInfo;
+use crate::bench::arms::Arm;
+use crate::bench::protocol::RunRecord;
+use crate::bench::stats::{self, Comparison, Summary};
+use serde::Serialize;
+
+/// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
+const FIDELITY_ARMS: usize = 4;
+
+const NS_PER_US: f64 = 1e3;
+const NS_PER_MS: f64 = 1e6;
+
+/// One arm's valid runs of one workload and metric.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmSummary {
+    pub arm: String,
+    pub workload: String,
+    pub metric: String,
+    pub values: Vec<f64>,
+    pub summary: Option<Summary>,
+}
+
+/// Scheduler counters of one arm and workload, per operation over its valid runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmCounters {
+    pub arm: String,
+    pub workload: String,
+    pub valid_runs: usize,
+    pub invalid_runs: usize,
+    pub voluntary_per_op: Option<f64>,
+    pub involuntary_per_op: Option<f64>,
+    /// Involuntary switches / all switches.
+    pub involuntary_share: Option<f64>,
+    pub migrations_per_op: Option<f64>,
+    pub run_delay_us_per_op: Option<f64>,
+    /// CPU time of the scheduler's userspace process per run (lab and scx arms).
+    pub sched_cpu_ms_per_run: Option<f64>,
+}
+
+/// A feature's effect in the kernel and in the mirror, side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct FidelityRow {
+    pub feature: String,
+    pub workload: String,
+    pub metric: String,
+    /// Δ% of turning the feature off, + = better, with its 95 % interval.
+    pub kernel_delta_pct: f64,
+    pub kernel_ci_pct: Option<(f64, f64)>,
+    pub mirror_delta_pct: f64,
+    pub mirror_ci_pct: Option<(f64, f64)>,
+    pub same_sign: bool,
+    pub cis_overlap: Option<bool>,
+    /// `agrees` (same sign, intervals overlap), `differs`, or `unknown` (too few runs).
+    pub verdict: String,
+}
+
+/// The (base, arm, is A/A) pairs to compare: each arm against the first arm of its own kind,
+/// the first arm of each kind against the session's first arm, the A/A copy against its original.
+pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<(usize, usize, bool)> {
+    let mut out = Vec::new();
+    for i in 1..arms.len() {
+        if Some(i) == aa {
+            out.push((0, i, true));
+            continue;
+        }
+        let base = (0..i)
+            .find(|&j| Some(j) != aa && arms[j].spec.kind_name() == arms[i].spec.kind_name())
+            .unwrap_or(0);
+        out.push((base, i, false));
+    }
+    out
+}
+
+fn values(runs: &[RunRecord], arm: usize, w: usize, metric: &str) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.arm == arm && r.workload == w && r.valid && !r.discarded)
+        .filter_map(|r| r.measurement.as_ref()?.metrics.get(metric).copied())
+        .filter(|v| v.is_finite())
+        .collect()
+}
+
+/// Summaries, counters and comparisons of a session's runs.
+pub fn analyze(
+    arms: &[Arm],
+    workloads: &[WorkloadInfo],
+    runs: &[RunRecord],
+    aa: Option<usize>,
+    seed: u64,
+    boot_reps: usize,
+) -> (Vec<ArmSummary>, Vec<ArmCounters>, Vec<Comparison>) {
+    let mut sums = Vec::new();
+    let mut ctrs = Vec::new();
+    for (w, wl) in workloads.iter().enumerate() {
+        for (a, arm) in arms.iter().enumerate() {
+            for m in &wl.metrics {
+                let v = values(runs, a, w, m.name);
+                sums.push(ArmSummary {
+                    arm: arm.label().into(),
+                    workload: wl.label.clone(),
+                    metric: m.name.into(),
+                    summary: stats::summarize(&v, m.mean),
+                    values: v,
+                });
+            }
+            ctrs.push(arm_counters(runs, arm.label(), a, w, &wl.label));
+        }
+    }
+    let mut cmps = Vec::new();
+    let mut k = 0u64;
+    for (w, wl) in workloads.iter().enumerate() {
+        for m in &wl.metrics {
+            for &(b, a, is_aa) in &pairs(arms, aa) {
+                let (vb, va) = (values(runs, b, w, m.name), values(runs, a, w, m.name));
+                k += 1;
+                let Some((ratio, welch, boot)) =
+                    stats::compare(&vb, &va, m.mean, seed.wrapping_add(k), boot_reps)
+                else {
+                    continue;
+                };
+                let excludes_one = |ci: (f64, f64)| ci.0 > 1.0 || ci.1 < 1.0;
+                cmps.push(Comparison {
+                    workload: wl.label.clone(),
+                    metric: m.name.into(),
+                    base_arm: arms[b].label().into(),
+                    arm: arms[a].label().into(),
+                    better: m.better,
+                    ratio,
+                    delta_pct: stats::delta_pct(ratio, m.better),
+                    ci_delta_pct: welch.map(|w| stats::delta_pct_ci(w.ci, m.better)),
+                    bootstrap_agrees: welch
+                        .zip(boot)
+                        .map(|(w, bc)| excludes_one(w.ci) == excludes_one(bc)),
+                    welch,
+                    bootstrap_ci: boot,
+                    p_adj: None,
+                    noise_floor_pct: None,
+                    marker: String::new(),
+                    is_aa,
+                });
+            }
+        }
+    }
+    let cv = |arm: &str, w: &str, m: &str| {
+        sums.iter()
+            .find(|s| s.arm == arm && s.workload == w && s.metric == m)
+            .and_then(|s| s.summary.as_ref().map(|x| x.cv))
+    };
+    stats::finish(&mut cmps, cv);
+    (sums, ctrs, cmps)
+}
+
+fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -> ArmCounters {
+    let mine: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.arm == a && r.workload == w && !r.discarded)
+        .collect();
+    let valid: Vec<&RunRecord> = mine.iter().copied().filter(|r| r.valid).collect();
+    let (mut ops, mut vol, mut inv, mut delay) = (0u64, 0u64, 0u64, 0u64);
+    let mut mig = Some(0u64);
+    let mut cpu = Vec::new();
+    for r in &valid {
+        let Some(m) = &r.measurement else { continue };
+        ops += m.ops;
+        vol += m.counters.voluntary;
+        inv += m.counters.involuntary;
+        delay += m.counters.run_delay_ns;
+        mig = mig.zip(m.counters.migrations).map(|(a, b)| a + b);
+        if let Some(c) = r.sched_cpu_ns {
+            cpu.push(c as f64 / NS_PER_MS);
+        }
+    }
+    let per = |x: u64| (ops > 0).then(|| x as f64 / ops as f64);
+    ArmCounters {
+        arm: label.into(),
+        workload: wl.into(),
+        valid_runs: valid.len(),
+        invalid_runs: mine.len() - valid.len(),
+        voluntary_per_op: per(vol),
+        involuntary_per_op: per(inv),
+        involuntary_share: (vol + inv > 0).then(|| inv as f64 / (vol + inv) as f64),
+        migrations_per_op: if valid.is_empty() {
+            None
+        } else {
+            mig.and_then(per)
+        },
+        run_delay_us_per_op: per(delay).map(|d| d / NS_PER_US),
+        sched_cpu_ms_per_run: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+    }
+}
+
+/// The fidelity rows for feature `f` from arms [eevdf:F, eevdf:NO_F, lab:F, lab:NO_F].
+pub fn fidelity(feature: &str, arms: &[Arm], cmps: &[Comparison]) -> Vec<FidelityRow> {
+    if arms.len() < FIDELITY_ARMS {
+        return Vec::new();
+    }
+    let find = |b: usize, a: usize| {
+        move |c: &&Comparison| c.base_arm == arms[b].label() && c.arm == arms[a].label()
+    };
+    let mut rows = Vec::new();
+    for k in cmps.iter().filter(find(0, 1)) {
+        let Some(m) = cmps
+            .iter()
+            .filter(find(2, 3))
+            .find(|c| c.workload == k.workload && c.metric == k.metric)
+        else {
+            continue;
+        };
+        let same_sign = k.delta_pct.signum() == m.delta_pct.signum();
+        let overlap = k
+            .ci_delta_pct
+            .zip(m.ci_delta_pct)
+            .map(|(a, b)| a.0 <= b.1 && b.0 <= a.1);
+        rows.push(FidelityRow {
+            feature: feature.into(),
+            workload: k.workload.clone(),
+            metric: k.metric.clone(),
+            kernel_delta_pct: k.delta_pct,
+            kernel_ci_pct: k.ci_delta_pct,
+            mirror_delta_pct: m.delta_pct,
+            mirror_ci_pct: m.ci_delta_pct,
+            same_sign,
+            cis_overlap: overlap,
+            verdict: match overlap {
+                None => "unknown".into(),
+                Some(true) if same_sign => "agrees".into(),
+                Some(_) => "differs".into(),
+            },
+        });
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::arms::{ArmSpec, baseline};
+    use crate::bench::report::tests::sample_report;
+
+    #[test]
+    fn analysis_compares_and_marks() {
+        let r = sample_report();
+        let c = r
+            .comparisons
+            .iter()
+            .find(|c| c.metric == "handoffs_per_s")
+            .unwrap();
+        assert!((c.delta_pct - 10.0).abs() < 1.0, "{}", c.delta_pct);
+        assert_eq!(c.marker, "*");
+        // Lower-is-better metric: fewer µs per round trip is also + (better).
+        let d = r
+            .comparisons
+            .iter()
+            .find(|c| c.metric == "roundtrip_us")
+            .unwrap();
+        assert!(d.delta_pct > 8.0, "{}", d.delta_pct);
+        assert_eq!(d.bootstrap_agrees, Some(true));
+        let lab = r
+            .counters
+            .iter()
+            .find(|c| c.arm.starts_with("lab"))
+            .unwrap();
+        assert_eq!((lab.valid_runs, lab.invalid_runs), (5, 1));
+        assert!((lab.involuntary_share.unwrap() - 20.0 / 2020.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn pairs_compare_within_kind_then_with_the_first_arm() {
+        let base = baseline(4);
+        let arms: Vec<Arm> = ["eevdf", "eevdf:NO_DELAY_ZERO", "lab", "lab:NO_DELAY_ZERO"]
+            .iter()
+            .map(|s| Arm::resolve(ArmSpec::parse(s).unwrap(), &base, 4).unwrap())
+            .collect();
+        assert_eq!(
+            pairs(&arms, None),
+            vec![(0, 1, false), (0, 2, false), (2, 3, false)]
+        );
+    }
+}

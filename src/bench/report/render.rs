@@ -1,0 +1,341 @@
+//! The session's results as text: the terminal table in the style of LKML A/B posts
+//! (`value [Δ%](CV)` with `*` and `?` markers, counters below, invalid runs and restore
+//! warnings after it) and the CSV of the raw runs.
+//!
+//! It only formats what [`super::analysis`] computed and the [`Report`] holds; the JSON document
+//! is the [`Report`] itself, serialized.
+
+use super::Report;
+use super::analysis::{ArmCounters, pairs};
+use crate::bench::arms::Arm;
+use crate::bench::protocol::{Order, RunRecord};
+use crate::bench::stats::Better;
+use comfy_table::{Cell, ContentArrangement, Table, presets};
+use std::fmt::Write as _;
+
+/// Decimals of a number by its magnitude: from the first band whose floor |v| reaches, else
+/// [`SMALL_DECIMALS`].
+const PRECISION_BANDS: [(f64, usize); 3] = [(1e5, 0), (100.0, 1), (1.0, 3)];
+const SMALL_DECIMALS: usize = 4;
+
+/// A number with a precision that suits its size.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    let decimals = PRECISION_BANDS
+        .iter()
+        .find(|&&(floor, _)| a >= floor)
+        .map_or(SMALL_DECIMALS, |&(_, d)| d);
+    format!("{v:.decimals$}")
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+/// How one footer row of the table renders an arm's counters.
+type CounterCell = Box<dyn Fn(&ArmCounters) -> String>;
+
+/// The terminal table: one block per workload, arms as columns.
+pub fn table(r: &Report) -> String {
+    let mut s = String::new();
+    let e = &r.environment;
+    let _ = writeln!(
+        s,
+        "scx_eevdf_lab bench {} — kernel {} ({}), {} CPUs, preempt {}, autogroup {}",
+        r.version,
+        e.uname.release,
+        e.uname.machine,
+        e.topology.allowed.len(),
+        e.preempt.as_deref().unwrap_or("?"),
+        e.autogroup.as_deref().unwrap_or("?"),
+    );
+    let _ = writeln!(
+        s,
+        "{} runs per arm, {} order (seed {}), warm-up {:.2} s, window {:.2} s, {}{}",
+        r.runs_per_arm,
+        match r.order_mode {
+            Order::Abab => "ABAB",
+            Order::Abba => "ABBA",
+        },
+        r.seed,
+        r.warmup_s,
+        r.window_s,
+        if r.processes { "processes" } else { "threads" },
+        r.aa_arm
+            .as_ref()
+            .map(|a| format!(", A/A arm {a}"))
+            .unwrap_or_default()
+    );
+    for wl in &r.workloads {
+        let _ = writeln!(s, "\n{} — {}", wl.label, wl.description);
+        let mut t = Table::new();
+        t.load_style(presets::ASCII_FULL)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        let mut header = vec![Cell::new("metric")];
+        header.extend(r.arms.iter().map(|a| Cell::new(a.label())));
+        t.set_header(header);
+        for m in &wl.metrics {
+            let mut row = vec![Cell::new(format!(
+                "{} ({}, {} is better, {})",
+                m.name,
+                m.unit,
+                match m.better {
+                    Better::Higher => "higher",
+                    Better::Lower => "lower",
+                },
+                m.mean.label()
+            ))];
+            for a in &r.arms {
+                row.push(Cell::new(cell(r, &wl.label, m.name, a.label())));
+            }
+            t.add_row(row);
+        }
+        let ctr = |a: &Arm| {
+            r.counters
+                .iter()
+                .find(|c| c.arm == a.label() && c.workload == wl.label)
+        };
+        let footer: [(&str, CounterCell); 5] = [
+            (
+                "runs valid / invalid",
+                Box::new(|c| format!("{} / {}", c.valid_runs, c.invalid_runs)),
+            ),
+            (
+                "involuntary share of switches",
+                Box::new(|c| opt(c.involuntary_share, |v| format!("{:.1}%", v * 100.0))),
+            ),
+            (
+                "switches per op (vol + invol)",
+                Box::new(|c| match (c.voluntary_per_op, c.involuntary_per_op) {
+                    (Some(v), Some(i)) => format!("{} + {}", num(v), num(i)),
+                    _ => "-".into(),
+                }),
+            ),
+            (
+                "migrations per op",
+                Box::new(|c| opt(c.migrations_per_op, num)),
+            ),
+            (
+                "run_delay per op (µs)",
+                Box::new(|c| opt(c.run_delay_us_per_op, num)),
+            ),
+        ];
+        for (name, f) in &footer {
+            let mut row = vec![Cell::new(*name)];
+            for a in &r.arms {
+                row.push(Cell::new(ctr(a).map(f).unwrap_or_default()));
+            }
+            t.add_row(row);
+        }
+        if r.arms.iter().any(|a| a.spec.kind_name() != "eevdf") {
+            let mut row = vec![Cell::new("scheduler CPU per run (ms)")];
+            for a in &r.arms {
+                row.push(Cell::new(
+                    ctr(a)
+                        .map(|c| opt(c.sched_cpu_ms_per_run, num))
+                        .unwrap_or_default(),
+                ));
+            }
+            t.add_row(row);
+        }
+        let _ = writeln!(s, "{t}");
+    }
+    let _ = writeln!(
+        s,
+        "\nvalue [Δ% vs base](CV): Δ% + = better; `*` Holm-adjusted p < 0.05 and |Δ| ≥ max(1%, 2× \
+         A/A noise); `?` CV > 5% in either arm. 95% CI of Δ% from Welch on log values."
+    );
+    let bases: Vec<String> = pairs(
+        &r.arms,
+        r.aa_arm
+            .as_ref()
+            .and_then(|l| r.arms.iter().position(|a| a.label() == l)),
+    )
+    .iter()
+    .map(|&(b, a, _)| format!("{} vs {}", r.arms[a].label(), r.arms[b].label()))
+    .collect();
+    if !bases.is_empty() {
+        let _ = writeln!(s, "Comparisons: {}", bases.join("; "));
+    }
+    for f in &r.fidelity {
+        let ci = |c: Option<(f64, f64)>| {
+            c.map(|(a, b)| format!(" [{a:+.1}, {b:+.1}]"))
+                .unwrap_or_default()
+        };
+        let _ = writeln!(
+            s,
+            "fidelity {} on {} {}: kernel {:+.2}%{} vs mirror {:+.2}%{} → {}",
+            f.feature,
+            f.workload,
+            f.metric,
+            f.kernel_delta_pct,
+            ci(f.kernel_ci_pct),
+            f.mirror_delta_pct,
+            ci(f.mirror_ci_pct),
+            f.verdict
+        );
+    }
+    let invalid: Vec<&RunRecord> = r.runs.iter().filter(|x| !x.valid).collect();
+    if !invalid.is_empty() {
+        let _ = writeln!(s, "\nInvalid runs (left out of the statistics):");
+        for x in invalid {
+            let _ = writeln!(
+                s,
+                "  run {} ({} / {}{}): {}",
+                x.index,
+                x.arm_label,
+                x.workload_label,
+                if x.discarded { ", warm-up" } else { "" },
+                x.invalid_reasons.join("; ")
+            );
+        }
+    }
+    if let Some(f) = &r.fatal {
+        let _ = writeln!(s, "\nThe session stopped early: {f}");
+    }
+    if r.interrupted {
+        let _ = writeln!(
+            s,
+            "\nThe session was interrupted; the runs above are partial."
+        );
+    }
+    match r.knobs_restored {
+        Some(true) => {
+            let _ = writeln!(s, "Kernel sched knobs read back as before the session.");
+        }
+        Some(false) => {
+            let _ = writeln!(
+                s,
+                "WARNING: kernel sched knobs differ from before the session!"
+            );
+        }
+        None => {}
+    }
+    for e in &r.restore_errors {
+        let _ = writeln!(s, "WARNING: {e}");
+    }
+    s
+}
+
+fn cell(r: &Report, wl: &str, metric: &str, arm: &str) -> String {
+    let Some(sum) = r
+        .summaries
+        .iter()
+        .find(|s| s.workload == wl && s.metric == metric && s.arm == arm)
+        .and_then(|s| s.summary.as_ref())
+    else {
+        return "-".into();
+    };
+    let mut out = num(sum.mean);
+    let c = r
+        .comparisons
+        .iter()
+        .find(|c| c.workload == wl && c.metric == metric && c.arm == arm);
+    if let Some(c) = c {
+        let first = r.arms.first().map(|a| a.label()).unwrap_or("");
+        let vs = if c.base_arm != first {
+            format!(" vs {}", c.base_arm)
+        } else {
+            String::new()
+        };
+        let _ = write!(out, " [{:+.2}%{vs}]", c.delta_pct);
+    }
+    let _ = write!(out, "({:.2}%)", sum.cv * 100.0);
+    if let Some(c) = c {
+        out.push_str(&c.marker);
+        if let Some((lo, hi)) = c.ci_delta_pct {
+            let _ = write!(out, "\nCI [{lo:+.1}, {hi:+.1}]%");
+            if let Some(p) = c.p_adj {
+                let _ = write!(out, " p={p:.3}");
+            }
+        }
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The raw runs, one line per run and metric (runs without a value get one line).
+pub fn csv(r: &Report) -> String {
+    let mut s = String::from(
+        "index,round,arm,workload,discarded,valid,metric,value,ops,elapsed_s,voluntary,\
+         involuntary,run_delay_ns,migrations,invalid_reasons\n",
+    );
+    for x in &r.runs {
+        let m = x.measurement.as_ref();
+        let metrics: Vec<(String, String)> = match m {
+            Some(m) if !m.metrics.is_empty() => m
+                .metrics
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+            _ => vec![(String::new(), String::new())],
+        };
+        for (k, v) in metrics {
+            let c = m.map(|m| &m.counters);
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                x.index,
+                x.round,
+                csv_field(&x.arm_label),
+                csv_field(&x.workload_label),
+                x.discarded,
+                x.valid,
+                csv_field(&k),
+                v,
+                m.map(|m| m.ops.to_string()).unwrap_or_default(),
+                m.map(|m| m.elapsed_s.to_string()).unwrap_or_default(),
+                c.map(|c| c.voluntary.to_string()).unwrap_or_default(),
+                c.map(|c| c.involuntary.to_string()).unwrap_or_default(),
+                c.map(|c| c.run_delay_ns.to_string()).unwrap_or_default(),
+                c.and_then(|c| c.migrations)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                csv_field(&x.invalid_reasons.join("; "))
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::report::tests::sample_report;
+
+    #[test]
+    fn table_shows_arms_deltas_and_invalid_runs() {
+        let t = table(&sample_report());
+        assert!(
+            t.contains("eevdf") && t.contains("lab:NO_DELAY_ZERO"),
+            "{t}"
+        );
+        assert!(t.contains("handoffs_per_s"));
+        assert!(t.contains("[+"), "{t}");
+        assert!(t.contains("enable_seq changed"), "{t}");
+        assert!(t.contains("involuntary share"));
+    }
+
+    #[test]
+    fn csv_has_a_line_per_run_and_metric() {
+        let c = csv(&sample_report());
+        assert_eq!(c.lines().count(), 1 + 12 * 2);
+        assert!(
+            c.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("0,0,eevdf,pingpong,false,true,")
+        );
+        assert!(
+            c.contains("\"after the run: enable_seq changed (3 → 4)\"")
+                || c.contains("enable_seq changed")
+        );
+    }
+}
