@@ -146,7 +146,9 @@ pub static FEATURES: &[Feature] = &[
         HRTICK,
         true,
         true,
-        Approx("a CPU-pinned BPF timer stands in for the scheduler hrtick"),
+        Approx(
+            "a BPF timer stands in for the scheduler hrtick: no stretch for IRQ pressure, and one armed by an enqueue on another CPU fires there and kicks the target"
+        ),
         "end a slice at its deadline instead of at the next tick"
     ),
     feat!(
