@@ -43,7 +43,7 @@ impl Knobs {
         }
     }
 
-    pub fn to_raw(&self) -> bpf_intf::lab_knobs {
+    pub fn to_raw(self) -> bpf_intf::lab_knobs {
         // SAFETY: lab_knobs is plain old data; all-zero is a valid value (unlocked spin lock).
         let mut k: bpf_intf::lab_knobs = unsafe { std::mem::zeroed() };
         k.seq = self.seq;

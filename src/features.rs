@@ -332,7 +332,7 @@ impl FeatureSet {
 
     /// The line `/sys/kernel/debug/sched/features` would print: every flag followed by a space,
     /// disabled ones prefixed with `NO_`.
-    pub fn to_line(&self) -> String {
+    pub fn to_line(self) -> String {
         let mut s = String::new();
         for f in FEATURES {
             if !self.is_on(f) {
@@ -488,13 +488,27 @@ pub struct Tunables {
 impl Tunables {
     /// The kernel's boot-time values for `ncpus` online CPUs.
     pub fn defaults(ncpus: u64) -> Self {
-        Tunables {
-            base_slice_ns: NORMALIZED_BASE_SLICE_NS * scaling_factor(1, ncpus),
+        let mut t = Tunables {
+            base_slice_ns: 0,
             normalized_slice_ns: NORMALIZED_BASE_SLICE_NS,
             migration_cost_ns: 500_000,
             nr_migrate: 32,
             tunable_scaling: 1,
-        }
+        };
+        t.base_slice_ns = t.derived_base_slice(ncpus);
+        t
+    }
+
+    /// update_sysctl(): the base slice the kernel derives from the normalized one for `ncpus`
+    /// online CPUs (at boot and on every CPU hotplug).
+    pub fn derived_base_slice(&self, ncpus: u64) -> u64 {
+        self.normalized_slice_ns * scaling_factor(self.tunable_scaling, ncpus)
+    }
+
+    /// sched_update_scaling(): the normalized slice the kernel keeps for the current base slice
+    /// when tunable_scaling is written.
+    pub fn derived_normalized_slice(&self, ncpus: u64) -> u64 {
+        self.base_slice_ns / scaling_factor(self.tunable_scaling, ncpus)
     }
 
     pub fn get(&self, name: &str) -> Option<u64> {
@@ -518,7 +532,7 @@ impl Tunables {
                 "nr_migrate" => out.nr_migrate = v,
                 "tunable_scaling" => {
                     out.tunable_scaling = v;
-                    out.normalized_slice_ns = out.base_slice_ns / scaling_factor(v, ncpus);
+                    out.normalized_slice_ns = out.derived_normalized_slice(ncpus);
                 }
                 _ => unreachable!("parse_assignments only returns table entries"),
             }
@@ -527,7 +541,7 @@ impl Tunables {
     }
 
     /// `name=value` for every tunable, in table order.
-    pub fn to_assignments(&self) -> Vec<String> {
+    pub fn to_assignments(self) -> Vec<String> {
         TUNABLES
             .iter()
             .map(|t| format!("{}={}", t.name, self.get(t.name).unwrap_or(0)))

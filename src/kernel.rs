@@ -115,9 +115,8 @@ impl KnobSnapshot {
         t.tunable_scaling = get("tunable_scaling")?;
         // The kernel keeps normalized_sysctl_sched_base_slice at 0.7 ms unless tunable_scaling
         // was rewritten after a base_slice_ns change; base/factor is what it would hold then.
-        let factor = features::scaling_factor(t.tunable_scaling, ncpus);
-        if t.base_slice_ns != features::NORMALIZED_BASE_SLICE_NS * factor {
-            t.normalized_slice_ns = t.base_slice_ns / factor;
+        if t.base_slice_ns != t.derived_base_slice(ncpus) {
+            t.normalized_slice_ns = t.derived_normalized_slice(ncpus);
         }
         Ok(t)
     }
@@ -223,10 +222,10 @@ impl KnobGuard {
                 Ok(line) => {
                     let (now, _) = kernel_feature_set(&line);
                     for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
-                        if now.is_on(f) != orig.is_on(f) {
-                            if let Err(e) = write(&path, &token(f, orig.is_on(f))) {
-                                errors.push(format!("{e:#}"));
-                            }
+                        if now.is_on(f) != orig.is_on(f)
+                            && let Err(e) = write(&path, &token(f, orig.is_on(f)))
+                        {
+                            errors.push(format!("{e:#}"));
                         }
                     }
                 }

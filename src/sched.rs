@@ -388,8 +388,7 @@ pub fn run(opts: &RunOpts) -> Result<()> {
             // normalized one for the new CPU count, overwriting a base_slice_ns written since.
             let t = &mut knobs.tunables;
             let ncpus = crate::topology::online_cpus();
-            let base =
-                t.normalized_slice_ns * crate::features::scaling_factor(t.tunable_scaling, ncpus);
+            let base = t.derived_base_slice(ncpus);
             if base != t.base_slice_ns {
                 info!(
                     "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",
