@@ -788,24 +788,6 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	lab_dequeue_entity(tc->slot, flags, now);
 }
 
-/* update_idle_cpu_scan() for @cpu's LLC, at most every 4 ms from whichever CPU ticks first. */
-static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
-{
-	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
-	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
-	u64 last = llc_scan_stamp[llc], sum = 0;
-
-	if (now - last < 4000000ULL || __sync_val_compare_and_swap(&llc_scan_stamp[llc], last, now) != last)
-		return;
-	bpf_for(i, 0, size) {
-		struct lab_rq *rq = rq_get(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
-
-		if (rq)
-			sum += READ_ONCE(rq->util.avg);
-	}
-	llc_nr_idle_scan[llc] = nr_idle_scan_math(sum, size, 117);
-}
-
 /* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason. */
 __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 {
@@ -981,6 +963,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 		if (hrtick_init(cpu))
 			break;
 	}
+	init_idle_cpu_scan();
 	return 0;
 }
 
