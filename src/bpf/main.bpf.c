@@ -120,6 +120,10 @@ const volatile struct lab_topo topo;
 u32 llc_nr_idle_scan[LAB_MAX_CPUS];
 u64 llc_scan_stamp[LAB_MAX_CPUS];
 
+/* Per slot: the entity moved queues and has not run since, so task_hot() finds it cold (the
+ * kernel zeroes exec_start on ENQUEUE_MIGRATED). Read by balancing under the queue lock. */
+u8 slot_migrated[LAB_NR_SLOTS];
+
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
 u64 lab_stats[LAB_MAX_CPUS][LAB_NR_STATS];
 
@@ -366,8 +370,10 @@ __noinline int lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_sl
 		lab_leave(n, now);
 	if (!se->on_rq)
 		pelt_update(&tc->load, now, 0);	/* it was asleep */
-	if (tc->last_cpu >= 0 && tc->last_cpu != cpu)
+	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
 		lab_count(st, LAB_ST_MIGRATE);
+		slot_migrated[n & LAB_SLOT_MASK] = 1;
+	}
 	tc->last_cpu = cpu;
 
 	pid = curr_exec_now(cpu, &total);
@@ -703,6 +709,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	se = SE(pool, tc->slot);
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, false);
+	slot_migrated[tc->slot & LAB_SLOT_MASK] = 0;
 	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
 	if (hrtick_ns > 0)
 		hrtick_start(cpu, tc->slot, hrtick_ns);
