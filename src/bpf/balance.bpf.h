@@ -13,9 +13,10 @@
  *    the migrate_load rule are the pure functions of balance.h (tested on the host); the
  *    functions here gather their facts with kfuncs and under the source queue's lock.
  *
- * A pulled task moves as the kernel's detach/attach do: dequeued without DEQUEUE_SLEEP (lag and,
- * with PLACE_REL_DEADLINE, relative deadline kept) and placed on the puller's queue, where it
- * counts as cold until it runs (slot_migrated). Unlike attach_task(), no wakeup preemption check
+ * A pulled task moves as the kernel's detach/attach do: the source's running entity is charged
+ * first (update_curr()), then the task is dequeued without DEQUEUE_SLEEP (lag and, with
+ * PLACE_REL_DEADLINE, relative deadline kept) and placed on the puller's queue, where it counts
+ * as cold until it runs (slot_migrated). Unlike attach_task(), no wakeup preemption check
  * follows: the puller picks at its next decision.
  */
 
@@ -158,8 +159,10 @@ static u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool, const struc
 }
 
 /*
- * Mirrors detach_task(): take @n off @src if it is still a movable entity there. Returns
- * LAB_DETACH_OK. Differs: a pull of one entity, the lab's lock.
+ * Mirrors detach_task(): take @n off @src if it is still a movable entity there, after
+ * charging @src's running entity for its time so far (update_curr() runs in the kernel's
+ * dequeue before the lag is saved). Returns LAB_DETACH_OK, with LAB_DETACH_RESCHED when that
+ * charge ended the running entity's slice. Differs: a pull of one entity, the lab's lock.
  */
 #define LAB_DETACH_OK		1
 #define LAB_DETACH_RESCHED	2
@@ -168,16 +171,21 @@ __noinline int lab_detach(u32 n, s32 src, u64 now)
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *rq = rq_get(src);
-	u64 *st = stats_row();
+	u64 *st = stats_row(), total;
 	struct lab_se *se;
 	int ret = 0;
+	s32 pid;
 
 	if (!pool || !rq)
 		return 0;
 	se = SE(pool, n);
+	pid = curr_exec_now(src, &total);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == src && se->custody && !se->running && !se->delayed) {
 		rq_load_touch(rq, pool, now);
+		if (account_curr(&rq->cfs, pool, total, pid, params, st) &&
+		    resched_curr_lazy(rq, st))
+			ret |= LAB_DETACH_RESCHED;
 		dequeue_entity(&rq->cfs, pool, n, 0, params, st);
 		se->custody = 0;
 		se->cpu = -1;
