@@ -4,24 +4,7 @@
 //! select_idle_sibling(), wake_affine(), can_migrate_task() or task_hot() with made-up CPUs and
 //! tasks.
 
-#![allow(
-    non_upper_case_globals,
-    non_camel_case_types,
-    non_snake_case,
-    dead_code
-)]
-
-mod ffi {
-    #![allow(
-        non_upper_case_globals,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code
-    )]
-    include!(concat!(env!("OUT_DIR"), "/eevdf_host.rs"));
-}
-
-use ffi::*;
+use crate::eevdf::ffi::*;
 
 /// WEIGHT_IDLEPRIO: the weight of a SCHED_IDLE entity.
 const IDLE_W: u64 = 3;
