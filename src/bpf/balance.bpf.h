@@ -37,13 +37,6 @@ struct lab_pull {
 	bool custody;		/* leave the pulled task in the scheduler's custody */
 };
 
-/* A candidate of one pull attempt: its slot and what can_migrate_task() knows of it. */
-struct lab_pull_cand {
-	u32 slot;
-	u32 pad;
-	struct lab_lb_task t;
-};
-
 /* Mirrors the h_nr_runnable count of a queue; differs: queued minus ghosts of our queue only. */
 static __always_inline u32 rq_runnable(struct lab_rq *rq)
 {
@@ -55,9 +48,10 @@ static __always_inline u32 rq_runnable(struct lab_rq *rq)
 /*
  * Mirrors find_busiest_queue(): the busiest other CPU of @cpu's LLC (or of any LLC when
  * @any_llc), -1 when none has a task waiting; differs: by runnable count over single CPUs, no
- * group statistics or capacity weighting (lab_busier()).
+ * group statistics or capacity weighting (lab_busier()). A global subprogram: its snapshot
+ * stays off the stack of the tick's call chain.
  */
-static __always_inline s32 find_busiest(s32 cpu, bool any_llc)
+__noinline s32 find_busiest(s32 cpu, int any_llc)
 {
 	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)], best_nr = 1, i, nr = topo.nr_cpus;
 	s32 best = -1;
@@ -120,38 +114,41 @@ static __always_inline void count_refusal(u64 *st, u32 verdict)
  * collect up to LAB_PULL_CANDIDATES queued entities of the source, in deadline order, whose
  * queue facts (ghost, running, eligible, next buddy, last run) allow the move. Differs: the
  * task-side facts (affinity, migration disabled) need a task reference, which cannot be taken
- * under the lock: they are taken as allowing here and checked by pull_task().
+ * under the lock: they are taken as allowing here and checked by pull_task(). Not inlined, so
+ * that its frame is not on the stack of pull_task()'s deeper calls.
  */
-static u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool, const struct lab_lb_env *env,
-			   u64 *st, struct lab_pull_cand *cands)
+static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
+				      const struct lab_pull *pl, u64 *st, u32 *cands)
 {
 	struct lab_cfs *cfs = &rq->cfs;
 	u32 n, k = 0, i, verdict;
+	struct lab_lb_env env;
 
+	lb_env_init(pl, &env);
 	bpf_spin_lock(&rq->lock);
 	n = rb_first(cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN) {
-		struct lab_pull_cand *c = &cands[k & (LAB_PULL_CANDIDATES - 1)];
+		struct lab_lb_task t = {};
 		struct lab_se *se;
 
 		if (!n || k >= LAB_PULL_CANDIDATES)
 			break;
 		se = SE(pool, n);
-		c->slot = n;
-		c->t.last_ran = se->last_ran;
-		c->t.delayed = se->delayed;
-		c->t.on_cpu = !se->custody || se->running;
-		c->t.eligible = entity_eligible(cfs, pool, se);
-		c->t.next_buddy = cfs->next == n;
-		c->t.idle_policy = se->weight == WEIGHT_IDLEPRIO;
-		c->t.migrated = slot_migrated[n & LAB_SLOT_MASK];
-		c->t.allowed = 1;
-		c->t.migration_disabled = 0;
-		verdict = lab_can_migrate_task(env, &c->t);
-		if (verdict == LAB_MIGRATE_OK)
+		t.last_ran = se->last_ran;
+		t.delayed = se->delayed;
+		t.on_cpu = !se->custody || se->running;
+		t.eligible = entity_eligible(cfs, pool, se);
+		t.next_buddy = cfs->next == n;
+		t.idle_policy = se->weight == WEIGHT_IDLEPRIO;
+		t.migrated = slot_migrated[n & LAB_SLOT_MASK];
+		t.allowed = 1;
+		verdict = lab_can_migrate_task(&env, &t);
+		if (verdict == LAB_MIGRATE_OK) {
+			cands[k & (LAB_PULL_CANDIDATES - 1)] = n;
 			k++;
-		else
+		} else {
 			count_refusal(st, verdict);
+		}
 		n = rb_next(pool, n);
 	}
 	bpf_spin_unlock(&rq->lock);
@@ -205,53 +202,50 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 {
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
-	struct lab_pull_cand cands[LAB_PULL_CANDIDATES] = {};
-	struct task_struct *t = NULL;
+	u32 cands[LAB_PULL_CANDIDATES] = {};
+	struct task_struct *p = NULL;
 	s32 dst = pl->dst, src = pl->src;
-	struct lab_lb_env env;
 	u32 nr, i, slot = 0, verdict;
 	u64 *st = pl->st;
 	int r;
 
 	if (!pool || !srq)
 		return NULL;
-	lb_env_init(pl, &env);
-	nr = pull_candidates(srq, pool, &env, st, cands);
+	nr = pull_candidates(srq, pool, pl, st, cands);
 	bpf_for(i, 0, LAB_PULL_CANDIDATES) {
-		struct lab_pull_cand *cand = &cands[i & (LAB_PULL_CANDIDATES - 1)];
 		struct task_struct *c;
 
 		if (i >= nr)
 			break;
-		c = slot_task(cand->slot);
+		c = slot_task(cands[i & (LAB_PULL_CANDIDATES - 1)]);
 		if (!c)
 			continue;
-		cand->t.allowed = bpf_cpumask_test_cpu(dst, c->cpus_ptr);
-		cand->t.migration_disabled = c->migration_disabled;
-		verdict = lab_can_migrate_task(&env, &cand->t);
+		/* The queue-side rules passed under the lock; now the task-side ones. */
+		verdict = lab_can_migrate_affinity(c->migration_disabled,
+						   bpf_cpumask_test_cpu(dst, c->cpus_ptr));
 		if (verdict != LAB_MIGRATE_OK) {
 			count_refusal(st, verdict);
 		} else if (pl->max_load >= 0 &&
 			   !lab_migrate_load_fits(task_load(c), pl->failed, pl->max_load,
 						  sched_feat(pl->params, LB_MIN))) {
 			lab_count(st, LAB_ST_PULL_REFUSED_LOAD);
-		} else if ((r = lab_detach(cand->slot, src, pl->now))) {
+		} else if ((r = lab_detach(cands[i & (LAB_PULL_CANDIDATES - 1)], src, pl->now))) {
 			if (r & LAB_DETACH_RESCHED)
 				scx_bpf_kick_cpu(src, SCX_KICK_PREEMPT);
-			t = c;
-			slot = cand->slot;
+			p = c;
+			slot = cands[i & (LAB_PULL_CANDIDATES - 1)];
 			break;
 		}
 		bpf_task_release(c);
 	}
-	if (!t)
+	if (!p)
 		return NULL;
 	/* attach_task(): placed on the puller's queue (no wakeup preemption check here); a task
 	 * the puller does not dispatch right away goes back into the scheduler's custody. */
-	join_queue(t, dst, false);
+	join_queue(p, dst, false);
 	if (pl->custody)
 		lab_undispatch(slot, dst);
-	return t;
+	return p;
 }
 
 /*

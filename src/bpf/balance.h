@@ -87,6 +87,16 @@ LAB_INLINE bool lab_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env,
 	return env->place_lag && env->dst_nr_queued && !t->eligible;
 }
 
+/* can_migrate_task()'s task-side rules: migration disabled, the puller outside cpus_ptr. */
+LAB_INLINE u32 lab_can_migrate_affinity(bool migration_disabled, bool allowed)
+{
+	if (migration_disabled)
+		return LAB_MIGRATE_PINNED;
+	if (!allowed)
+		return LAB_MIGRATE_AFFINITY;
+	return LAB_MIGRATE_OK;
+}
+
 /*
  * can_migrate_task(), in the kernel's order: ghosts stay (the kernel moves them for migrate_load
  * only; the lab never does); the ineligibility rule holds until the domain has failed once;
@@ -99,12 +109,15 @@ LAB_INLINE u32 lab_can_migrate_task(const struct lab_lb_env *env, const struct l
 {
 	if (t->delayed)
 		return LAB_MIGRATE_DELAYED;
+	u32 verdict;
+
+	if (t->delayed)
+		return LAB_MIGRATE_DELAYED;
 	if (!env->nr_balance_failed && lab_task_is_ineligible_on_dst_cpu(env, t))
 		return LAB_MIGRATE_INELIGIBLE;
-	if (t->migration_disabled)
-		return LAB_MIGRATE_PINNED;
-	if (!t->allowed)
-		return LAB_MIGRATE_AFFINITY;
+	verdict = lab_can_migrate_affinity(t->migration_disabled, t->allowed);
+	if (verdict != LAB_MIGRATE_OK)
+		return verdict;
 	if (t->on_cpu)
 		return LAB_MIGRATE_RUNNING;
 	if (lab_task_hot(env, t) && env->nr_balance_failed <= lab_cache_nice_tries(env->smt))

@@ -20,25 +20,28 @@
  */
 #include "select.h"
 /*
- * The facts of @cpu that selection and balancing decide on, read without its queue lock, as the
- * kernel reads remote runqueues at wakeup. @p: check its affinity (NULL: every CPU is allowed);
- * @idle: the built-in idle mask (NULL: no CPU is idle).
+ * The queue facts of @cpu (counts, weights, load, topology), read without its lock, as the kernel
+ * reads remote runqueues at wakeup. A global subprogram: the verifier checks it once, and its
+ * callers see the snapshot as unknown values instead of walking every combination of facts.
  */
-static __always_inline void cpu_snap(s32 cpu, const struct task_struct *p,
-				     const struct cpumask *idle, struct lab_cpu_snap *c)
+__noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 {
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u32 ci = cpu & (LAB_MAX_CPUS - 1), curr;
 
-	__builtin_memset(c, 0, sizeof(*c));
+	if (!c)
+		return 0;
 	c->cpu = cpu;
 	c->llc = topo.cpu_llc[ci];
 	c->core = topo.cpu_core[ci];
-	c->idle = cpu >= 0 && idle && bpf_cpumask_test_cpu(cpu, idle);
-	c->allowed = !p || (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr));
+	c->nr_queued = 0;
+	c->nr_delayed = 0;
+	c->load = 0;
+	c->weight = 0;
+	c->weight_exact = 1;
 	if (!rq)
-		return;
+		return 0;
 	c->nr_queued = READ_ONCE(rq->cfs.nr_queued);
 	c->nr_delayed = READ_ONCE(rq->cfs.nr_delayed);
 	c->load = (s64)READ_ONCE(rq->load.avg);
@@ -48,15 +51,38 @@ static __always_inline void cpu_snap(s32 cpu, const struct task_struct *p,
 	curr = READ_ONCE(rq->cfs.curr);
 	if (curr && pool && SE(pool, curr)->on_rq && !SE(pool, curr)->in_tree)
 		c->weight += SE(pool, curr)->weight;
+	return 0;
+}
+
+/*
+ * The facts of @cpu that selection and balancing decide on. @p: check its affinity (NULL: every
+ * CPU is allowed); @idle: the built-in idle mask (NULL: no CPU is idle). The mask tests are
+ * branch-free kfunc results (an out-of-range CPU tests false).
+ */
+static __always_inline void cpu_snap(s32 cpu, const struct task_struct *p,
+				     const struct cpumask *idle, struct lab_cpu_snap *c)
+{
+	__builtin_memset(c, 0, sizeof(*c));
+	lab_cpu_snap_read(cpu, c);
+	c->idle = idle ? bpf_cpumask_test_cpu(cpu, idle) : 0;
+	c->allowed = p ? bpf_cpumask_test_cpu(cpu, p->cpus_ptr) : 1;
+}
+
+/* available_idle_cpu() for @cpu, whose bit in the built-in idle mask is @in_idle_mask. A global
+ * subprogram: its snapshot stays off the stack of its callers' call chains. */
+__noinline int lab_available_idle_cpu(s32 cpu, int in_idle_mask)
+{
+	struct lab_cpu_snap c = {};
+
+	lab_cpu_snap_read(cpu, &c);
+	c.idle = in_idle_mask != 0;
+	return lab_available_idle(&c);
 }
 
 /* Mirrors available_idle_cpu(); differs: the built-in idle mask and our queue, no vCPU check. */
 static __always_inline bool available_idle(s32 cpu, const struct cpumask *idle)
 {
-	struct lab_cpu_snap c;
-
-	cpu_snap(cpu, NULL, idle, &c);
-	return lab_available_idle(&c);
+	return lab_available_idle_cpu(cpu, idle ? bpf_cpumask_test_cpu(cpu, idle) : 0);
 }
 
 static __always_inline bool allowed(const struct task_struct *p, s32 cpu)
@@ -218,9 +244,9 @@ static __always_inline s32 select_idle_sibling(struct task_struct *p, struct tas
 
 	cpu_snap(target, p, idle, &s.target);
 	cpu_snap(prev, p, idle, &s.prev);
+	/* Read even when there is none (-1 reads as a busy, disallowed CPU): one verifier path. */
+	cpu_snap(recent, p, idle, &s.recent);
 	s.has_recent = recent >= 0;
-	if (s.has_recent)
-		cpu_snap(recent, p, idle, &s.recent);
 	s.this_cpu = this_cpu;
 	rq = rq_get(this_cpu);
 	s.this_nr_queued = rq ? READ_ONCE(rq->cfs.nr_queued) : 0;
