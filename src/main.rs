@@ -13,6 +13,8 @@ mod features;
 mod kernel;
 mod preflight;
 mod sched;
+#[cfg(test)]
+mod select_tests;
 mod stats;
 mod sysfs;
 mod topology;

@@ -9,16 +9,18 @@
  *    the load imbalance allows it (the migrate_load rule: a task whose load, halved for every
  *    failed attempt, fits the imbalance), and kicks an idle CPU of the LLC when it has tasks
  *    waiting (the nohz idle balance);
- *  - can_migrate_task(): never a ghost, a running or dispatched task, one not allowed on the
- *    puller or migration-disabled; with PLACE_LAG not one that is ineligible on its queue
- *    (task_is_ineligible_on_dst_cpu()), and not a cache-hot one (task_hot(): ran within
- *    migration_cost_ns, or is the next buddy with CACHE_HOT_BUDDY) -- both relaxed after
- *    failed attempts, as the kernel does (cache_nice_tries = 1 for the LLC).
+ *  - can_migrate_task(), task_hot(), task_is_ineligible_on_dst_cpu(), the busiest-CPU choice and
+ *    the migrate_load rule are the pure functions of balance.h (tested on the host); the
+ *    functions here gather their facts with kfuncs and under the source queue's lock.
  *
- * A pulled task moves as the kernel's detach/attach do: dequeued without DEQUEUE_SLEEP (lag and,
- * with PLACE_REL_DEADLINE, relative deadline kept) and placed on the puller's queue. Unlike
- * attach_task(), no wakeup preemption check follows: the puller picks at its next decision.
+ * A pulled task moves as the kernel's detach/attach do: the source's running entity is charged
+ * first (update_curr()), then the task is dequeued without DEQUEUE_SLEEP (lag and, with
+ * PLACE_REL_DEADLINE, relative deadline kept) and placed on the puller's queue, where it counts
+ * as cold until it runs (slot_migrated). Unlike attach_task(), no wakeup preemption check
+ * follows: the puller picks at its next decision.
  */
+
+#include "balance.h"
 
 #define LAB_BALANCE_TICKS	16	/* sd->balance_interval * busy_factor, in ticks */
 #define LAB_PULL_CANDIDATES	4
@@ -35,7 +37,7 @@ struct lab_pull {
 	bool custody;		/* leave the pulled task in the scheduler's custody */
 };
 
-/* Runnable entities of a queue: queued minus ghosts (the kernel's h_nr_runnable). */
+/* Mirrors the h_nr_runnable count of a queue; differs: queued minus ghosts of our queue only. */
 static __always_inline u32 rq_runnable(struct lab_rq *rq)
 {
 	u32 q = READ_ONCE(rq->cfs.nr_queued), d = READ_ONCE(rq->cfs.nr_delayed);
@@ -43,65 +45,109 @@ static __always_inline u32 rq_runnable(struct lab_rq *rq)
 	return q > d ? q - d : 0;
 }
 
-/* The busiest other CPU of @cpu's LLC (or of any LLC when @any_llc): most runnable entities, at
- * least two (one running, one waiting). -1 when there is none. */
-static __always_inline s32 find_busiest(s32 cpu, bool any_llc)
+/*
+ * Mirrors find_busiest_queue(): the busiest other CPU of @cpu's LLC (or of any LLC when
+ * @any_llc), -1 when none has a task waiting; differs: by runnable count over single CPUs, no
+ * group statistics or capacity weighting (lab_busier()). A global subprogram: its snapshot
+ * stays off the stack of the tick's call chain.
+ */
+__noinline s32 find_busiest(s32 cpu, int any_llc)
 {
 	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)], best_nr = 1, i, nr = topo.nr_cpus;
 	s32 best = -1;
 
 	bpf_for(i, 0, nr) {
-		struct lab_rq *rq;
-		u32 r;
+		struct lab_cpu_snap c;
 
-		if ((s32)i == cpu || (!any_llc && topo.cpu_llc[i & (LAB_MAX_CPUS - 1)] != llc))
-			continue;
-		rq = rq_get(i);
-		if (!rq)
-			continue;
-		r = rq_runnable(rq);
-		if (r > best_nr) {
-			best_nr = r;
+		cpu_snap(i, NULL, NULL, &c);
+		if (lab_busier(&c, cpu, llc, any_llc, best_nr)) {
+			best_nr = lab_nr_runnable(&c);
 			best = i;
 		}
 	}
 	return best;
 }
 
-/*
- * can_migrate_task()'s checks that need the source queue's lock: collect up to
- * LAB_PULL_CANDIDATES queued entities of @src, in deadline order, that may move.
- */
-static u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool, const struct lab_pull *pl,
-			   u32 *cands)
+/* The lb_env of a pull: what can_migrate_task() knows of the attempt. */
+static __always_inline void lb_env_init(const struct lab_pull *pl, struct lab_lb_env *env)
 {
-	const struct lab_params *params = pl->params;
-	struct lab_cfs *cfs = &rq->cfs;
-	u32 n, k = 0, i, failed = pl->failed;
-	u64 now = pl->now, *st = pl->st;
+	struct lab_rq *drq = rq_get(pl->dst);
 
+	__builtin_memset(env, 0, sizeof(*env));
+	env->now = pl->now;
+	env->migration_cost = pl->params->migration_cost;
+	env->nr_balance_failed = pl->failed;
+	env->dst_nr_queued = drq ? READ_ONCE(drq->cfs.nr_queued) : 0;
+	env->smt = topo.cpu_core[pl->dst & (LAB_MAX_CPUS - 1)] ==
+		   topo.cpu_core[pl->src & (LAB_MAX_CPUS - 1)];
+	env->place_lag = sched_feat(pl->params, PLACE_LAG);
+	env->cache_hot_buddy = sched_feat(pl->params, CACHE_HOT_BUDDY);
+}
+
+/* Count can_migrate_task()'s refusal @verdict. */
+static __always_inline void count_refusal(u64 *st, u32 verdict)
+{
+	switch (verdict) {
+	case LAB_MIGRATE_DELAYED:
+		lab_count(st, LAB_ST_PULL_REFUSED_DELAYED);
+		break;
+	case LAB_MIGRATE_INELIGIBLE:
+		lab_count(st, LAB_ST_PULL_REFUSED_INELIGIBLE);
+		break;
+	case LAB_MIGRATE_PINNED:
+		lab_count(st, LAB_ST_PULL_REFUSED_PINNED);
+		break;
+	case LAB_MIGRATE_AFFINITY:
+		lab_count(st, LAB_ST_PULL_REFUSED_AFFINITY);
+		break;
+	case LAB_MIGRATE_RUNNING:
+		lab_count(st, LAB_ST_PULL_REFUSED_RUNNING);
+		break;
+	case LAB_MIGRATE_HOT:
+		lab_count(st, LAB_ST_PULL_REFUSED_HOT);
+		break;
+	}
+}
+
+/*
+ * Mirrors can_migrate_task()'s queue-side half, over detach_tasks()'s walk of the source queue:
+ * collect up to LAB_PULL_CANDIDATES queued entities of the source, in deadline order, whose
+ * queue facts (ghost, running, eligible, next buddy, last run) allow the move. Differs: the
+ * task-side facts (affinity, migration disabled) need a task reference, which cannot be taken
+ * under the lock: they are taken as allowing here and checked by pull_task(). Not inlined, so
+ * that its frame is not on the stack of pull_task()'s deeper calls.
+ */
+static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
+				      const struct lab_pull *pl, u64 *st, u32 *cands)
+{
+	struct lab_cfs *cfs = &rq->cfs;
+	u32 n, k = 0, i, verdict;
+	struct lab_lb_env env;
+
+	lb_env_init(pl, &env);
 	bpf_spin_lock(&rq->lock);
 	n = rb_first(cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN) {
+		struct lab_lb_task t = {};
 		struct lab_se *se;
 
 		if (!n || k >= LAB_PULL_CANDIDATES)
 			break;
 		se = SE(pool, n);
-		if (se->delayed) {
-			lab_count(st, LAB_ST_PULL_REFUSED_DELAYED);
-		} else if (!se->custody || se->running) {
-			lab_count(st, LAB_ST_PULL_REFUSED_RUNNING);
-		} else if (sched_feat(params, PLACE_LAG) && !failed &&
-			   !entity_eligible(cfs, pool, se)) {
-			lab_count(st, LAB_ST_PULL_REFUSED_INELIGIBLE);
-		} else if (failed <= 1 && params->migration_cost &&
-			   ((now - se->last_ran) < params->migration_cost ||
-			    (sched_feat(params, CACHE_HOT_BUDDY) && cfs->next == n))) {
-			lab_count(st, LAB_ST_PULL_REFUSED_HOT);
-		} else {
+		t.last_ran = se->last_ran;
+		t.delayed = se->delayed;
+		t.on_cpu = !se->custody || se->running;
+		t.eligible = entity_eligible(cfs, pool, se);
+		t.next_buddy = cfs->next == n;
+		t.idle_policy = se->weight == WEIGHT_IDLEPRIO;
+		t.migrated = slot_migrated[n & LAB_SLOT_MASK];
+		t.allowed = 1;
+		verdict = lab_can_migrate_task(&env, &t);
+		if (verdict == LAB_MIGRATE_OK) {
 			cands[k & (LAB_PULL_CANDIDATES - 1)] = n;
 			k++;
+		} else {
+			count_refusal(st, verdict);
 		}
 		n = rb_next(pool, n);
 	}
@@ -109,81 +155,103 @@ static u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool, const struc
 	return k;
 }
 
-/* detach_task(): take @n off @src if it is still a movable entity there. */
+/*
+ * Mirrors detach_task(): take @n off @src if it is still a movable entity there, after
+ * charging @src's running entity for its time so far (update_curr() runs in the kernel's
+ * dequeue before the lag is saved). Returns LAB_DETACH_OK, with LAB_DETACH_RESCHED when that
+ * charge ended the running entity's slice. Differs: a pull of one entity, the lab's lock.
+ */
+#define LAB_DETACH_OK		1
+#define LAB_DETACH_RESCHED	2
 __noinline int lab_detach(u32 n, s32 src, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *rq = rq_get(src);
-	u64 *st = stats_row();
+	u64 *st = stats_row(), total;
 	struct lab_se *se;
-	int ok = 0;
+	int ret = 0;
+	s32 pid;
 
 	if (!pool || !rq)
 		return 0;
 	se = SE(pool, n);
+	pid = curr_exec_now(src, &total);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == src && se->custody && !se->running && !se->delayed) {
 		rq_load_touch(rq, pool, now);
+		if (account_curr(&rq->cfs, pool, total, pid, params, st) &&
+		    resched_curr_lazy(rq, st))
+			ret |= LAB_DETACH_RESCHED;
 		dequeue_entity(&rq->cfs, pool, n, 0, params, st);
 		se->custody = 0;
 		se->cpu = -1;
-		ok = 1;
+		ret |= LAB_DETACH_OK;
 	}
 	bpf_spin_unlock(&rq->lock);
-	return ok;
+	return ret;
 }
 
 /*
- * Pull one task from @src to @dst. @max_load >= 0 applies the migrate_load rule (periodic
- * balance). Returns the task (a reference: release it) placed on @dst's queue, or NULL.
+ * Mirrors detach_tasks() + attach_task() for one task: pull a task from @src to @dst. @max_load
+ * >= 0 applies the migrate_load rule (periodic balance). Returns the task (a reference: release
+ * it) placed on @dst's queue, or NULL. Differs: at most one task, taken from the first
+ * LAB_PULL_SCAN entities in deadline order; no wakeup preemption check on the puller.
  */
 static struct task_struct *pull_task(const struct lab_pull *pl)
 {
 	struct lab_pool *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
-	u32 cands[LAB_PULL_CANDIDATES] = {}, nr, i, slot = 0;
-	struct task_struct *t = NULL;
+	u32 cands[LAB_PULL_CANDIDATES] = {};
+	struct task_struct *p = NULL;
 	s32 dst = pl->dst, src = pl->src;
+	u32 nr, i, slot = 0, verdict;
 	u64 *st = pl->st;
+	int r;
 
 	if (!pool || !srq)
 		return NULL;
-	nr = pull_candidates(srq, pool, pl, cands);
+	nr = pull_candidates(srq, pool, pl, st, cands);
 	bpf_for(i, 0, LAB_PULL_CANDIDATES) {
 		struct task_struct *c;
 
 		if (i >= nr)
 			break;
-		c = slot_task(cands[i]);
+		c = slot_task(cands[i & (LAB_PULL_CANDIDATES - 1)]);
 		if (!c)
 			continue;
-		if (!bpf_cpumask_test_cpu(dst, c->cpus_ptr)) {
-			lab_count(st, LAB_ST_PULL_REFUSED_AFFINITY);
-		} else if (c->migration_disabled) {
-			lab_count(st, LAB_ST_PULL_REFUSED_PINNED);
-		} else if (pl->max_load >= 0 && (task_load(c) >> (pl->failed & 31)) > pl->max_load) {
+		/* The queue-side rules passed under the lock; now the task-side ones. */
+		verdict = lab_can_migrate_affinity(c->migration_disabled,
+						   bpf_cpumask_test_cpu(dst, c->cpus_ptr));
+		if (verdict != LAB_MIGRATE_OK) {
+			count_refusal(st, verdict);
+		} else if (pl->max_load >= 0 &&
+			   !lab_migrate_load_fits(task_load(c), pl->failed, pl->max_load,
+						  sched_feat(pl->params, LB_MIN))) {
 			lab_count(st, LAB_ST_PULL_REFUSED_LOAD);
-		} else if (lab_detach(cands[i], src, pl->now)) {
-			t = c;
-			slot = cands[i];
+		} else if ((r = lab_detach(cands[i & (LAB_PULL_CANDIDATES - 1)], src, pl->now))) {
+			if (r & LAB_DETACH_RESCHED)
+				scx_bpf_kick_cpu(src, SCX_KICK_PREEMPT);
+			p = c;
+			slot = cands[i & (LAB_PULL_CANDIDATES - 1)];
 			break;
 		}
 		bpf_task_release(c);
 	}
-	if (!t)
+	if (!p)
 		return NULL;
 	/* attach_task(): placed on the puller's queue (no wakeup preemption check here); a task
 	 * the puller does not dispatch right away goes back into the scheduler's custody. */
-	join_queue(t, dst, false);
+	join_queue(p, dst, false);
 	if (pl->custody)
 		lab_undispatch(slot, dst);
-	return t;
+	return p;
 }
 
 /*
- * sched_balance_newidle(): @cpu found nothing to run. Returns a pulled task (a reference) for
- * the caller to dispatch, or NULL.
+ * Mirrors sched_balance_newidle(): @cpu found nothing to run. Returns a pulled task (a
+ * reference) for the caller to dispatch, or NULL. Differs: one pull from the busiest CPU of the
+ * LLC, else of any LLC, instead of a walk up the domains.
  */
 static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq,
 					   const struct lab_params *params, u64 now, u64 *st)
@@ -201,13 +269,18 @@ static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq,
 		if (src < 0)
 			src = find_busiest(cpu, true);
 		if (src >= 0) {
+			/* The domain's nr_balance_failed relaxes newidle pulls too; only periodic
+			 * failures raise it, any success clears it. */
 			struct lab_pull pl = { .params = params, .st = st, .now = now, .max_load = -1,
-					       .dst = cpu, .src = src };
+					       .failed = rq->nr_balance_failed, .dst = cpu,
+					       .src = src };
 
 			t = pull_task(&pl);
 		}
-		if (t)
+		if (t) {
+			rq->nr_balance_failed = 0;
 			lab_count(st, LAB_ST_PULL_NEWIDLE);
+		}
 	} else {
 		lab_count(st, LAB_ST_NEWIDLE_GATED);
 	}
@@ -217,9 +290,10 @@ static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq,
 }
 
 /*
- * The periodic balance, run from @cpu's tick: kick an idle CPU of the LLC when tasks wait here
- * (nohz idle balance), and every LAB_BALANCE_TICKS ticks pull from the busiest CPU of the LLC
- * when the load imbalance calls for it.
+ * Mirrors sched_balance_trigger() / sched_balance_rq() for the LLC, run from @cpu's tick: kick an
+ * idle CPU of the LLC when tasks wait here (nohz idle balance), and every LAB_BALANCE_TICKS ticks
+ * pull from the busiest CPU of the LLC when the load imbalance calls for it. Differs: one level
+ * (the LLC), a fixed interval, one task per pass, no active balance.
  */
 static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params *params,
 			     u64 now, u64 *st)
@@ -262,9 +336,7 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	avg = size ? sum / size : 0;
 	busiest_load = cpu_load(src);
 	this_load = cpu_load(cpu);
-	/* calculate_imbalance() for overloaded groups: move at most what brings both to the
-	 * average. */
-	imbalance = busiest_load - avg < avg - this_load ? busiest_load - avg : avg - this_load;
+	imbalance = lab_calculate_imbalance(busiest_load, this_load, avg);
 	if (imbalance <= 0 || rq_runnable(rq_get(src) ?: rq) <= rq_runnable(rq))
 		return;
 	pl.params = params;

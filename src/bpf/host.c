@@ -120,3 +120,78 @@ void host_newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 no
 {
 	newidle_account(ni, ran, success, now, ni_random, ni_rate);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * CPU selection and balancing decisions (select.h, balance.h).
+ */
+bool host_available_idle(const struct lab_cpu_snap *c) { return lab_available_idle(c); }
+bool host_sched_idle_rq(const struct lab_cpu_snap *c) { return lab_sched_idle_rq(c); }
+bool host_choose_idle_cpu(const struct lab_cpu_snap *c, bool wakee_idle)
+{
+	return lab_choose_idle_cpu(c, wakee_idle);
+}
+bool host_want_affine(bool flips_known, u32 waker_flips, u32 wakee_flips, u32 llc_size,
+		      bool this_allowed)
+{
+	return lab_want_affine(flips_known, waker_flips, wakee_flips, llc_size, this_allowed);
+}
+u32 host_wake_affine(const struct lab_wake_affine *wa) { return lab_wake_affine(wa); }
+u32 host_select_idle_sibling(const struct lab_sis *s, s32 *cpu) { return lab_select_idle_sibling(s, cpu); }
+s32 host_idle_scan_budget(u32 nr_idle_scan, u32 llc_size, bool sis_util)
+{
+	return lab_idle_scan_budget(nr_idle_scan, llc_size, sis_util);
+}
+
+/* select.bpf.h's select_idle_cpu() loop over an LLC given as snapshots in llc_cpus[] order. */
+s32 host_select_idle_cpu(const struct lab_cpu_snap *llc, u32 size, u32 target_pos, s32 budget,
+			 bool wakee_idle, bool *limited)
+{
+	u32 k;
+
+	*limited = false;
+	for (k = 1; k < size + 1; k++) {
+		const struct lab_cpu_snap *c = &llc[(target_pos + k) % size];
+		u32 r = lab_select_idle_cpu_step(c, wakee_idle, &budget);
+
+		if (r == LAB_SCAN_STOP) {
+			*limited = true;
+			break;
+		}
+		if (r == LAB_SCAN_FOUND)
+			return c->cpu;
+	}
+	return -1;
+}
+bool host_idle_scan_stale(u64 now, u64 stamp) { return lab_idle_scan_stale(now, stamp); }
+bool host_task_hot(const struct lab_lb_env *env, const struct lab_lb_task *t) { return lab_task_hot(env, t); }
+bool host_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env, const struct lab_lb_task *t)
+{
+	return lab_task_is_ineligible_on_dst_cpu(env, t);
+}
+u32 host_can_migrate_task(const struct lab_lb_env *env, const struct lab_lb_task *t)
+{
+	return lab_can_migrate_task(env, t);
+}
+bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool lb_min)
+{
+	return lab_migrate_load_fits(load, nr_balance_failed, imbalance, lb_min);
+}
+
+/* balance.bpf.h's find_busiest() loop over snapshots of CPUs 0..nr-1. */
+s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc)
+{
+	u32 best_nr = 1, i, llc = cpus[this_cpu].llc;
+	s32 best = -1;
+
+	for (i = 0; i < nr; i++) {
+		if (lab_busier(&cpus[i], this_cpu, llc, any_llc, best_nr)) {
+			best_nr = lab_nr_runnable(&cpus[i]);
+			best = cpus[i].cpu;
+		}
+	}
+	return best;
+}
+s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load)
+{
+	return lab_calculate_imbalance(busiest_load, this_load, avg_load);
+}

@@ -59,4 +59,27 @@ bool host_newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_rand
 void host_newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 now, bool ni_random,
 			  bool ni_rate);
 
+/* ---------------------------------------------------------------------------------------------
+ * CPU selection and balancing decisions (select.h, balance.h), for src/select_tests.rs.
+ */
+#include "balance.h"
+
+bool host_available_idle(const struct lab_cpu_snap *c);
+bool host_sched_idle_rq(const struct lab_cpu_snap *c);
+bool host_choose_idle_cpu(const struct lab_cpu_snap *c, bool wakee_idle);
+bool host_want_affine(bool flips_known, u32 waker_flips, u32 wakee_flips, u32 llc_size,
+		      bool this_allowed);
+u32 host_wake_affine(const struct lab_wake_affine *wa);
+u32 host_select_idle_sibling(const struct lab_sis *s, s32 *cpu);
+s32 host_idle_scan_budget(u32 nr_idle_scan, u32 llc_size, bool sis_util);
+s32 host_select_idle_cpu(const struct lab_cpu_snap *llc, u32 size, u32 target_pos, s32 budget,
+			 bool wakee_idle, bool *limited);
+bool host_idle_scan_stale(u64 now, u64 stamp);
+bool host_task_hot(const struct lab_lb_env *env, const struct lab_lb_task *t);
+bool host_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env, const struct lab_lb_task *t);
+u32 host_can_migrate_task(const struct lab_lb_env *env, const struct lab_lb_task *t);
+bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool lb_min);
+s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc);
+s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load);
+
 #endif

@@ -129,6 +129,10 @@ const volatile struct lab_topo topo;
 u32 llc_nr_idle_scan[LAB_MAX_CPUS];
 u64 llc_scan_stamp[LAB_MAX_CPUS];
 
+/* Per slot: the entity moved queues and has not run since, so task_hot() finds it cold (the
+ * kernel zeroes exec_start on ENQUEUE_MIGRATED). Read by balancing under the queue lock. */
+u8 slot_migrated[LAB_NR_SLOTS];
+
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
 u64 lab_stats[LAB_MAX_CPUS][LAB_NR_STATS];
 
@@ -393,8 +397,10 @@ __noinline long lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_s
 		lab_leave(n, now);
 	if (!se->on_rq)
 		pelt_update(&tc->load, now, 0);	/* it was asleep */
-	if (tc->last_cpu >= 0 && tc->last_cpu != cpu)
+	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
 		lab_count(st, LAB_ST_MIGRATE);
+		slot_migrated[n & LAB_SLOT_MASK] = 1;
+	}
 	tc->last_cpu = cpu;
 
 	pid = curr_exec_now(cpu, &total);
@@ -759,6 +765,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	se = SE(pool, tc->slot);
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, false);
+	slot_migrated[tc->slot & LAB_SLOT_MASK] = 0;
 	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
 	if (hrtick_ns > 0)
 		hrtick_start(cpu, hrtick_ns);
@@ -852,24 +859,6 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	now = scx_bpf_now();
 	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);	/* runnable until now */
 	lab_dequeue_entity(tc->slot, flags, now);
-}
-
-/* update_idle_cpu_scan() for @cpu's LLC, at most every 4 ms from whichever CPU ticks first. */
-static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
-{
-	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
-	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
-	u64 last = llc_scan_stamp[llc], sum = 0;
-
-	if (now - last < 4000000ULL || __sync_val_compare_and_swap(&llc_scan_stamp[llc], last, now) != last)
-		return;
-	bpf_for(i, 0, size) {
-		struct lab_rq *rq = rq_get(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
-
-		if (rq)
-			sum += READ_ONCE(rq->util.avg);
-	}
-	llc_nr_idle_scan[llc] = nr_idle_scan_math(sum, size, 117);
 }
 
 /* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason. */
@@ -1065,6 +1054,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 		if (hrtick_init(cpu))
 			break;
 	}
+	init_idle_cpu_scan();
 	return 0;
 }
 

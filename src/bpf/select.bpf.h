@@ -4,37 +4,85 @@
  * (WA_IDLE, WA_WEIGHT, WA_BIAS) and select_idle_sibling() (recent_used_cpu, the SIS_UTIL-limited
  * LLC scan). Included by main.bpf.c.
  *
+ * The decisions are the pure functions of select.h (tested on the host); the functions here read
+ * what they need about each CPU into a struct lab_cpu_snap with kfuncs and act on the answer.
+ *
  * Differences from the kernel, all from what sched_ext lets us see:
- *  - "idle" is the built-in idle mask plus an empty queue of ours; a CPU running only SCHED_IDLE
- *    tasks is not treated as idle (sched_idle_cpu()), and vCPU preemption is not checked;
+ *  - "idle" is the built-in idle mask plus an empty queue of ours; vCPU preemption is not checked;
+ *    a CPU whose queue holds only SCHED_IDLE entities counts as idle for a non-SCHED_IDLE wakee
+ *    (sched_idle_rq()), but tasks of other classes on it are not seen;
  *  - loads are the lab's own PELT-like averages (struct lab_pelt), not the kernel's PELT, which
  *    sched_ext tasks do not get; capacities are taken as equal;
- *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings);
+ *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no idle-core
+ *    or SMT-sibling pass (select_idle_core(), select_idle_smt()), no cluster pass;
  *  - a fork goes to the idlest allowed CPU (idle first, else least loaded) instead of the full
  *    sched_balance_find_dst_cpu() group search.
  */
-
-static __always_inline bool cpus_share_cache(s32 a, s32 b)
+#include "select.h"
+/*
+ * The queue facts of @cpu (counts, weights, load, topology), read without its lock, as the kernel
+ * reads remote runqueues at wakeup. A global subprogram: the verifier checks it once, and its
+ * callers see the snapshot as unknown values instead of walking every combination of facts.
+ */
+__noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 {
-	return topo.cpu_llc[a & (LAB_MAX_CPUS - 1)] == topo.cpu_llc[b & (LAB_MAX_CPUS - 1)];
+	struct lab_pool *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+	u32 ci = cpu & (LAB_MAX_CPUS - 1), curr;
+
+	if (!c)
+		return 0;
+	c->cpu = cpu;
+	c->llc = topo.cpu_llc[ci];
+	c->core = topo.cpu_core[ci];
+	c->nr_queued = 0;
+	c->nr_delayed = 0;
+	c->load = 0;
+	c->weight = 0;
+	c->weight_exact = 1;
+	if (!rq)
+		return 0;
+	c->nr_queued = READ_ONCE(rq->cfs.nr_queued);
+	c->nr_delayed = READ_ONCE(rq->cfs.nr_delayed);
+	c->load = (s64)READ_ONCE(rq->load.avg);
+	c->weight = READ_ONCE(rq->cfs.sum_weight);
+	c->weight_exact = !READ_ONCE(rq->cfs.sum_shift);
+	/* The running entity is outside the tree's sums. */
+	curr = READ_ONCE(rq->cfs.curr);
+	if (curr && pool && SE(pool, curr)->on_rq && !SE(pool, curr)->in_tree)
+		c->weight += SE(pool, curr)->weight;
+	return 0;
 }
 
-/* The imbalance_pct of the lowest domain spanning both CPUs. */
-static __always_inline u32 domain_imbalance_pct(s32 a, s32 b)
+/*
+ * The facts of @cpu that selection and balancing decide on. @p: check its affinity (NULL: every
+ * CPU is allowed); @idle: the built-in idle mask (NULL: no CPU is idle). The mask tests are
+ * branch-free kfunc results (an out-of-range CPU tests false).
+ */
+static __always_inline void cpu_snap(s32 cpu, const struct task_struct *p,
+				     const struct cpumask *idle, struct lab_cpu_snap *c)
 {
-	return topo.cpu_core[a & (LAB_MAX_CPUS - 1)] == topo.cpu_core[b & (LAB_MAX_CPUS - 1)] ? 110 : 117;
+	__builtin_memset(c, 0, sizeof(*c));
+	lab_cpu_snap_read(cpu, c);
+	c->idle = idle ? bpf_cpumask_test_cpu(cpu, idle) : 0;
+	c->allowed = p ? bpf_cpumask_test_cpu(cpu, p->cpus_ptr) : 1;
 }
 
-/* available_idle_cpu(): idle in the built-in mask and nothing queued (ghosts count, as a
- * delayed task keeps the kernel's rq from being idle). */
+/* available_idle_cpu() for @cpu, whose bit in the built-in idle mask is @in_idle_mask. A global
+ * subprogram: its snapshot stays off the stack of its callers' call chains. */
+__noinline int lab_available_idle_cpu(s32 cpu, int in_idle_mask)
+{
+	struct lab_cpu_snap c = {};
+
+	lab_cpu_snap_read(cpu, &c);
+	c.idle = in_idle_mask != 0;
+	return lab_available_idle(&c);
+}
+
+/* Mirrors available_idle_cpu(); differs: the built-in idle mask and our queue, no vCPU check. */
 static __always_inline bool available_idle(s32 cpu, const struct cpumask *idle)
 {
-	struct lab_rq *rq;
-
-	if (cpu < 0 || !idle || !bpf_cpumask_test_cpu(cpu, idle))
-		return false;
-	rq = rq_get(cpu);
-	return rq && !READ_ONCE(rq->cfs.nr_queued);
+	return lab_available_idle_cpu(cpu, idle ? bpf_cpumask_test_cpu(cpu, idle) : 0);
 }
 
 static __always_inline bool allowed(const struct task_struct *p, s32 cpu)
@@ -42,7 +90,7 @@ static __always_inline bool allowed(const struct task_struct *p, s32 cpu)
 	return cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
 }
 
-/* cpu_load(): the CPU's average queued weight. */
+/* Mirrors cpu_load(); differs: the queue's average queued weight (ghosts included), not PELT. */
 static __always_inline s64 cpu_load(s32 cpu)
 {
 	struct lab_rq *rq = rq_get(cpu);
@@ -50,7 +98,7 @@ static __always_inline s64 cpu_load(s32 cpu)
 	return rq ? (s64)READ_ONCE(rq->load.avg) : 0;
 }
 
-/* task_h_load(): the task's average runnable weight (no cgroup hierarchy to scale by). */
+/* Mirrors task_h_load(); differs: the task's average runnable weight, no hierarchy to scale by. */
 static __always_inline s64 task_load(struct task_struct *p)
 {
 	struct task_ctx *tc = p ? tctx_get(p) : NULL;
@@ -58,7 +106,7 @@ static __always_inline s64 task_load(struct task_struct *p)
 	return tc ? (s64)tc->load.avg : 0;
 }
 
-/* record_wakee(): count the waker's switches of wakee, halving the count every second. */
+/* Mirrors record_wakee(); differs: the decay uses the lab's clock in ns, not jiffies. */
 static __always_inline void record_wakee(struct task_ctx *wc, s32 wakee_pid, u64 now)
 {
 	if (now - wc->wakee_flip_decay_ts > 1000000000ULL) {
@@ -71,84 +119,107 @@ static __always_inline void record_wakee(struct task_ctx *wc, s32 wakee_pid, u64
 	}
 }
 
-/* wake_affine_idle(). */
-static __always_inline s32 wake_affine_idle(s32 this_cpu, s32 prev_cpu, bool sync,
-					    const struct cpumask *idle)
+/*
+ * Mirrors update_idle_cpu_scan() for @cpu's LLC (SIS_UTIL's scan budget from the LLC's
+ * utilisation); differs: run from the tick and from wakeups when the budget is older than
+ * LAB_IDLE_SCAN_PERIOD_NS (one CPU wins the stamp), not from the LLC's periodic load balance.
+ */
+static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
 {
-	struct lab_rq *rq;
+	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
+	u64 last = READ_ONCE(llc_scan_stamp[llc]), sum = 0;
 
-	if (available_idle(this_cpu, idle) && cpus_share_cache(this_cpu, prev_cpu))
-		return available_idle(prev_cpu, idle) ? prev_cpu : this_cpu;
-	/* The waker is alone on its CPU (ghosts aside): it is about to sleep, stack on it. */
-	if (sync && (rq = rq_get(this_cpu)) &&
-	    READ_ONCE(rq->cfs.nr_queued) - READ_ONCE(rq->cfs.nr_delayed) == 1)
-		return this_cpu;
-	if (available_idle(prev_cpu, idle))
-		return prev_cpu;
-	return -1;
+	if (!lab_idle_scan_stale(now, last) ||
+	    __sync_val_compare_and_swap(&llc_scan_stamp[llc], last, now) != last)
+		return;
+	bpf_for(i, 0, size) {
+		struct lab_rq *rq = rq_get(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
+
+		if (rq)
+			sum += READ_ONCE(rq->util.avg);
+	}
+	llc_nr_idle_scan[llc] = nr_idle_scan_math(sum, size, LAB_LLC_IMBALANCE_PCT);
 }
 
-/* wake_affine(): the waker's CPU or the previous one. */
+/*
+ * SIS_UTIL's budget before the first update_idle_cpu_scan(): every LLC at its full size, what an
+ * idle LLC computes, so that the first wakeups after attach scan (a budget of 0 would mean "LLC
+ * overloaded, no scan"). Differs: the kernel's value comes from the LLC's first periodic
+ * balance. Called from ops.init.
+ */
+static __always_inline void init_idle_cpu_scan(void)
+{
+	u32 i, nr = topo.nr_llcs;
+
+	bpf_for(i, 0, nr)
+		llc_nr_idle_scan[i & (LAB_MAX_CPUS - 1)] = topo.llc_size[i & (LAB_MAX_CPUS - 1)];
+}
+
+/* Mirrors wake_affine(); differs: loads are the lab's averages, capacities equal. */
 static __always_inline s32 wake_affine(struct task_struct *p, struct task_struct *waker,
 				       s32 this_cpu, s32 prev_cpu, bool sync,
 				       const struct lab_params *params, const struct cpumask *idle)
 {
-	s32 target = -1;
+	struct lab_wake_affine wa = {};
+	u32 r;
 
-	if (sched_feat(params, WA_IDLE)) {
-		target = wake_affine_idle(this_cpu, prev_cpu, sync, idle);
-		if (target == this_cpu) {
-			stat_inc(LAB_ST_WA_IDLE_THIS);
-			return this_cpu;
-		}
-		if (target == prev_cpu) {
-			stat_inc(LAB_ST_WA_IDLE_PREV);
-			return prev_cpu;
-		}
-	}
-	if (sched_feat(params, WA_WEIGHT) &&
-	    wake_affine_weight_math(cpu_load(this_cpu), cpu_load(prev_cpu), task_load(p),
-				    task_load(waker), sync, domain_imbalance_pct(this_cpu, prev_cpu),
-				    sched_feat(params, WA_BIAS))) {
+	cpu_snap(this_cpu, NULL, idle, &wa.this_cpu);
+	cpu_snap(prev_cpu, NULL, idle, &wa.prev_cpu);
+	wa.task_load = task_load(p);
+	wa.waker_load = task_load(waker);
+	wa.sync = sync;
+	wa.wa_idle = sched_feat(params, WA_IDLE);
+	wa.wa_weight = sched_feat(params, WA_WEIGHT);
+	wa.wa_bias = sched_feat(params, WA_BIAS);
+	r = lab_wake_affine(&wa);
+	switch (r) {
+	case LAB_WA_IDLE_THIS:
+		stat_inc(LAB_ST_WA_IDLE_THIS);
+		return this_cpu;
+	case LAB_WA_IDLE_PREV:
+		stat_inc(LAB_ST_WA_IDLE_PREV);
+		return prev_cpu;
+	case LAB_WA_WEIGHT_THIS:
 		stat_inc(LAB_ST_WA_WEIGHT_THIS);
 		return this_cpu;
+	default:
+		stat_inc(LAB_ST_WA_PREV);
+		return prev_cpu;
 	}
-	stat_inc(LAB_ST_WA_PREV);
-	return prev_cpu;
 }
 
 /*
- * select_idle_cpu(): scan the target's LLC for an idle allowed CPU, starting after the target
- * and wrapping; with SIS_UTIL the scan stops after nr_idle_scan CPUs (none at all when the LLC
- * is busy enough).
+ * Mirrors select_idle_cpu(): scan the target's LLC from the CPU after the target around to the
+ * target, SIS_UTIL's budget spent on allowed CPUs only; differs: no idle-core or cluster pass.
  */
-static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target,
+static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target, bool wakee_idle,
 					   const struct lab_params *params,
-					   const struct cpumask *idle)
+					   const struct cpumask *idle, u64 now)
 {
 	u32 llc = topo.cpu_llc[target & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
 	u32 size = topo.llc_size[llc], start = topo.llc_start[llc];
 	u32 pos = topo.cpu_llc_pos[target & (LAB_MAX_CPUS - 1)];
-	s32 nr = size + 1, found = -1;
+	s32 budget, found = -1;
 	u32 k;
 
-	if (sched_feat(params, SIS_UTIL)) {
-		nr = READ_ONCE(llc_nr_idle_scan[llc]) + 1;
-		if (nr == 1) {
-			stat_inc(LAB_ST_SIS_SCAN_LIMITED);
-			return -1;
-		}
-	}
 	if (!size)
 		return -1;
+	update_idle_cpu_scan(target, now);
+	budget = lab_idle_scan_budget(READ_ONCE(llc_nr_idle_scan[llc]), size,
+				      sched_feat(params, SIS_UTIL));
 	bpf_for(k, 1, size + 1) {
 		s32 cpu = topo.llc_cpus[(start + (pos + k) % size) & (LAB_MAX_CPUS - 1)];
+		struct lab_cpu_snap c;
+		u32 r;
 
-		if (k >= (u32)nr) {
+		cpu_snap(cpu, p, idle, &c);
+		r = lab_select_idle_cpu_step(&c, wakee_idle, &budget);
+		if (r == LAB_SCAN_STOP) {
 			stat_inc(LAB_ST_SIS_SCAN_LIMITED);
 			break;
 		}
-		if (allowed(p, cpu) && available_idle(cpu, idle)) {
+		if (r == LAB_SCAN_FOUND) {
 			found = cpu;
 			break;
 		}
@@ -156,48 +227,63 @@ static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target,
 	return found;
 }
 
-/* select_idle_sibling(). */
+/*
+ * Mirrors select_idle_sibling(); differs: no asymmetric-capacity, idle-core, SMT-sibling or
+ * cluster passes, and the fallback is the target (no prev_aff).
+ */
 static __always_inline s32 select_idle_sibling(struct task_struct *p, struct task_ctx *tc,
 					       struct task_struct *waker, s32 this_cpu,
 					       s32 prev, s32 target,
 					       const struct lab_params *params,
-					       const struct cpumask *idle)
+					       const struct cpumask *idle, u64 now)
 {
+	struct lab_sis s = {};
 	struct lab_rq *rq;
-	s32 recent, i;
+	s32 recent = tc->recent_used_cpu, cpu;
+	u32 step;
 
-	if (available_idle(target, idle)) {
+	cpu_snap(target, p, idle, &s.target);
+	cpu_snap(prev, p, idle, &s.prev);
+	/* Read even when there is none (-1 reads as a busy, disallowed CPU): one verifier path. */
+	cpu_snap(recent, p, idle, &s.recent);
+	s.has_recent = recent >= 0;
+	s.this_cpu = this_cpu;
+	rq = rq_get(this_cpu);
+	s.this_nr_queued = rq ? READ_ONCE(rq->cfs.nr_queued) : 0;
+	s.waker_percpu_kthread = waker && (waker->flags & PF_KTHREAD) && waker->nr_cpus_allowed == 1;
+	s.wakee_idle = p->policy == LAB_SCHED_IDLE;
+
+	step = lab_select_idle_sibling(&s, &cpu);
+	switch (step) {
+	case LAB_SIS_TARGET:
 		stat_inc(LAB_ST_SIS_TARGET);
-		return target;
-	}
-	if (prev != target && cpus_share_cache(prev, target) && available_idle(prev, idle) &&
-	    allowed(p, prev)) {
+		return cpu;
+	case LAB_SIS_PREV:
 		stat_inc(LAB_ST_SIS_PREV);
-		return prev;
-	}
-	/* A per-CPU kthread waking a task on its own CPU (IO completion): stack on it. */
-	if (waker && (waker->flags & PF_KTHREAD) && waker->nr_cpus_allowed == 1 &&
-	    prev == this_cpu && (rq = rq_get(this_cpu)) && READ_ONCE(rq->cfs.nr_queued) <= 1) {
+		return cpu;
+	case LAB_SIS_KTHREAD:
 		stat_inc(LAB_ST_SIS_KTHREAD);
-		return prev;
+		return cpu;
 	}
-	recent = tc->recent_used_cpu;
+	/* The kernel remembers prev once it gets past the early returns above. */
 	tc->recent_used_cpu = prev;
-	if (recent >= 0 && recent != prev && recent != target && cpus_share_cache(recent, target) &&
-	    available_idle(recent, idle) && allowed(p, recent)) {
+	if (step == LAB_SIS_RECENT) {
 		stat_inc(LAB_ST_SIS_RECENT);
-		return recent;
+		return cpu;
 	}
-	i = select_idle_cpu(p, target, params, idle);
-	if (i >= 0) {
+	cpu = select_idle_cpu(p, target, s.wakee_idle, params, idle, now);
+	if (cpu >= 0) {
 		stat_inc(LAB_ST_SIS_SCAN);
-		return i;
+		return cpu;
 	}
 	stat_inc(LAB_ST_SIS_NONE);
 	return target;
 }
 
-/* A new task: the idlest allowed CPU, an idle one first (from @prev on), else the least loaded. */
+/*
+ * Mirrors sched_balance_find_dst_cpu() for a fork; differs: the idlest allowed CPU (an idle one
+ * first, from @prev on, else the least loaded) instead of the group-by-group descent.
+ */
 static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
 					   const struct cpumask *idle)
 {
@@ -219,7 +305,10 @@ static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
 	return best;
 }
 
-/* select_task_rq_fair(). */
+/*
+ * Mirrors select_task_rq_fair(); differs: no WF_CURRENT_CPU or EAS path, wake_affine() whenever
+ * want_affine (every domain of the lab has SD_WAKE_AFFINE and spans prev).
+ */
 static s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc, s32 prev_cpu,
 			       u64 wake_flags, const struct lab_params *params, u64 now)
 {
@@ -238,22 +327,21 @@ static s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc, s32 p
 		return cpu;
 	}
 	if (wake_flags & SCX_WAKE_TTWU) {
+		u32 llc_size = topo.llc_size[topo.cpu_llc[this_cpu & (LAB_MAX_CPUS - 1)] &
+					     (LAB_MAX_CPUS - 1)];
+
 		wc = tctx_get(waker);
 		if (wc) {
-			u32 llc = topo.cpu_llc[this_cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
-
 			record_wakee(wc, p->pid, now);
-			if (wake_wide_math(wc->wakee_flips, tc->wakee_flips, topo.llc_size[llc]))
+			if (wake_wide_math(wc->wakee_flips, tc->wakee_flips, llc_size))
 				stat_inc(LAB_ST_WAKE_WIDE);
-			else
-				want_affine = allowed(p, this_cpu);
-		} else {
-			want_affine = allowed(p, this_cpu);
 		}
+		want_affine = lab_want_affine(wc != NULL, wc ? wc->wakee_flips : 0, tc->wakee_flips,
+					      llc_size, allowed(p, this_cpu));
 	}
 	if (want_affine && this_cpu != prev_cpu)
 		new_cpu = wake_affine(p, waker, this_cpu, prev_cpu, sync, params, idle);
-	cpu = select_idle_sibling(p, tc, waker, this_cpu, prev_cpu, new_cpu, params, idle);
+	cpu = select_idle_sibling(p, tc, waker, this_cpu, prev_cpu, new_cpu, params, idle, now);
 	scx_bpf_put_idle_cpumask(idle);
 	return allowed(p, cpu) ? cpu : prev_cpu;
 }

@@ -1,0 +1,594 @@
+//! Host tests of the CPU selection and balancing decisions in src/bpf/select.h and
+//! src/bpf/balance.h: the same C the BPF scheduler runs (select.bpf.h and balance.bpf.h only
+//! gather the facts), compiled for the host by build.rs. Each test pins one rule of fair.c's
+//! select_idle_sibling(), wake_affine(), can_migrate_task() or task_hot() with made-up CPUs and
+//! tasks.
+
+use crate::eevdf::ffi::*;
+
+/// WEIGHT_IDLEPRIO: the weight of a SCHED_IDLE entity.
+const IDLE_W: u64 = 3;
+/// The weight of a nice 19 entity, the lightest that is not SCHED_IDLE.
+const NICE_19_W: u64 = 15;
+const NICE_0_W: u64 = 1024;
+
+/// A CPU of LLC `llc` and core `core` with the given entity weights queued (running one and
+/// ghosts included), allowed for the task, not idle in the built-in mask.
+fn cpu(id: i32, llc: u32, core: u32, weights: &[u64]) -> lab_cpu_snap {
+    lab_cpu_snap {
+        cpu: id,
+        llc,
+        core,
+        nr_queued: weights.len() as u32,
+        weight: weights.iter().sum(),
+        weight_exact: 1,
+        allowed: 1,
+        ..Default::default()
+    }
+}
+
+/// An idle CPU: in the idle mask, nothing queued.
+fn idle_cpu(id: i32, llc: u32, core: u32) -> lab_cpu_snap {
+    lab_cpu_snap {
+        idle: 1,
+        ..cpu(id, llc, core, &[])
+    }
+}
+
+fn busy_cpu(id: i32, llc: u32, core: u32) -> lab_cpu_snap {
+    cpu(id, llc, core, &[NICE_0_W])
+}
+
+// ---------------------------------------------------------------------------------------------
+// sched_idle_rq(), choose_idle_cpu()
+
+#[test]
+fn sched_idle_rq_needs_every_entity_sched_idle() {
+    unsafe {
+        assert!(host_sched_idle_rq(&cpu(0, 0, 0, &[IDLE_W])));
+        assert!(host_sched_idle_rq(&cpu(0, 0, 0, &[IDLE_W, IDLE_W, IDLE_W])));
+        // An empty queue is idle, not "SCHED_IDLE only".
+        assert!(!host_sched_idle_rq(&cpu(0, 0, 0, &[])));
+        // One nice 19 entity among them is enough to make it a busy CPU.
+        assert!(!host_sched_idle_rq(&cpu(0, 0, 0, &[IDLE_W, NICE_19_W])));
+        assert!(!host_sched_idle_rq(&cpu(0, 0, 0, &[NICE_0_W])));
+        // Weights scaled by PARANOID_AVG cannot tell: not SCHED_IDLE only.
+        let scaled = lab_cpu_snap {
+            weight_exact: 0,
+            ..cpu(0, 0, 0, &[IDLE_W])
+        };
+        assert!(!host_sched_idle_rq(&scaled));
+    }
+}
+
+#[test]
+fn weights_identify_sched_idle_queues_exactly() {
+    // The weight rule: n entities weigh 3n only when all are SCHED_IDLE, for every mix of a few
+    // entities drawn from the nice table's lightest weights and WEIGHT_IDLEPRIO.
+    let choices = [IDLE_W, 15, 18, 23, 29, 36, 1024];
+    for a in choices {
+        for b in choices {
+            for c in choices {
+                let all_idle = [a, b, c].iter().all(|&w| w == IDLE_W);
+                assert_eq!(
+                    unsafe { host_sched_idle_rq(&cpu(0, 0, 0, &[a, b, c])) },
+                    all_idle,
+                    "{a} {b} {c}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn choose_idle_cpu_takes_sched_idle_cpus_for_normal_wakees_only() {
+    let sched_idle = cpu(1, 0, 1, &[IDLE_W]);
+    unsafe {
+        assert!(host_choose_idle_cpu(&sched_idle, false));
+        assert!(!host_choose_idle_cpu(&sched_idle, true));
+        assert!(host_choose_idle_cpu(&idle_cpu(1, 0, 1), true));
+        assert!(!host_choose_idle_cpu(&busy_cpu(1, 0, 1), false));
+        // In the idle mask but a ghost is queued: not available_idle_cpu().
+        let ghost = lab_cpu_snap {
+            idle: 1,
+            nr_delayed: 1,
+            ..cpu(1, 0, 1, &[NICE_0_W])
+        };
+        assert!(!host_available_idle(&ghost));
+        assert!(!host_choose_idle_cpu(&ghost, false));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// select_idle_sibling()
+
+fn sis(target: lab_cpu_snap, prev: lab_cpu_snap, recent: Option<lab_cpu_snap>) -> lab_sis {
+    lab_sis {
+        target,
+        prev,
+        has_recent: recent.is_some() as u8,
+        recent: recent.unwrap_or_default(),
+        this_cpu: 7,
+        this_nr_queued: 2,
+        ..Default::default()
+    }
+}
+
+fn select_idle_sibling(s: &lab_sis) -> (u32, i32) {
+    let mut cpu = -1;
+    let step = unsafe { host_select_idle_sibling(s, &mut cpu) };
+    (step, cpu)
+}
+
+#[test]
+fn sis_prefers_target_then_prev_then_recent() {
+    // Target idle: the target, whatever else is idle.
+    let s = sis(
+        idle_cpu(0, 0, 0),
+        idle_cpu(1, 0, 1),
+        Some(idle_cpu(2, 0, 2)),
+    );
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_TARGET, 0));
+    // Target busy, prev idle in the same LLC: prev.
+    let s = sis(
+        busy_cpu(0, 0, 0),
+        idle_cpu(1, 0, 1),
+        Some(idle_cpu(2, 0, 2)),
+    );
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_PREV, 1));
+    // Prev idle but in another LLC: skipped; the recently used CPU shares the target's LLC.
+    let s = sis(
+        busy_cpu(0, 0, 0),
+        idle_cpu(1, 1, 1),
+        Some(idle_cpu(2, 0, 2)),
+    );
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_RECENT, 2));
+    // The recently used CPU equal to prev is not a second chance for prev.
+    let s = sis(
+        busy_cpu(0, 0, 0),
+        busy_cpu(1, 0, 1),
+        Some(idle_cpu(1, 0, 1)),
+    );
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_SCAN, 0));
+    // A recently used CPU the task may not run on is skipped.
+    let mut r = idle_cpu(2, 0, 2);
+    r.allowed = 0;
+    let s = sis(busy_cpu(0, 0, 0), busy_cpu(1, 0, 1), Some(r));
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_SCAN, 0));
+    // Nothing idle: scan, the target as the fallback.
+    let s = sis(busy_cpu(0, 0, 0), busy_cpu(1, 0, 1), None);
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_SCAN, 0));
+}
+
+#[test]
+fn sis_counts_sched_idle_cpus_as_idle() {
+    // The kernel's choose_idle_cpu(): a target running only SCHED_IDLE work is taken for a
+    // normal wakee ...
+    let s = sis(cpu(0, 0, 0, &[IDLE_W]), idle_cpu(1, 0, 1), None);
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_TARGET, 0));
+    // ... and so are prev and the recently used CPU ...
+    let s = sis(busy_cpu(0, 0, 0), cpu(1, 0, 1, &[IDLE_W]), None);
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_PREV, 1));
+    let s = sis(
+        busy_cpu(0, 0, 0),
+        busy_cpu(1, 0, 1),
+        Some(cpu(2, 0, 2, &[IDLE_W])),
+    );
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_RECENT, 2));
+    // ... but not for a SCHED_IDLE wakee.
+    let mut s = sis(cpu(0, 0, 0, &[IDLE_W]), idle_cpu(1, 0, 1), None);
+    s.wakee_idle = 1;
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_PREV, 1));
+}
+
+#[test]
+fn sis_stacks_behind_a_per_cpu_kthread() {
+    // IO completion: a per-CPU kthread wakes the task on the task's previous CPU, where the
+    // kthread is alone: stay there even though it is busy.
+    let mut s = sis(
+        busy_cpu(0, 0, 0),
+        busy_cpu(7, 0, 7),
+        Some(idle_cpu(2, 0, 2)),
+    );
+    s.waker_percpu_kthread = 1;
+    s.this_nr_queued = 1;
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_KTHREAD, 7));
+    // Not alone: on to the recently used CPU.
+    s.this_nr_queued = 2;
+    assert_eq!(select_idle_sibling(&s), (LAB_SIS_RECENT, 2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// select_idle_cpu() and SIS_UTIL
+
+/// An LLC of `n` busy CPUs 0..n.
+fn busy_llc(n: i32) -> Vec<lab_cpu_snap> {
+    (0..n).map(|i| busy_cpu(i, 0, i as u32)).collect()
+}
+
+fn scan(llc: &[lab_cpu_snap], target_pos: u32, budget: i32, wakee_idle: bool) -> (i32, bool) {
+    let mut limited = false;
+    let cpu = unsafe {
+        host_select_idle_cpu(
+            llc.as_ptr(),
+            llc.len() as u32,
+            target_pos,
+            budget,
+            wakee_idle,
+            &mut limited,
+        )
+    };
+    (cpu, limited)
+}
+
+#[test]
+fn scan_wraps_from_after_the_target_and_ends_at_it() {
+    let mut llc = busy_llc(8);
+    llc[1] = idle_cpu(1, 0, 1);
+    llc[6] = idle_cpu(6, 0, 6);
+    let all = unsafe { host_idle_scan_budget(0, 8, false) };
+    assert_eq!(scan(&llc, 5, all, false), (6, false));
+    assert_eq!(scan(&llc, 6, all, false), (1, false));
+    // Only the target itself is idle (select_idle_sibling() checked it already, but the scan's
+    // mask includes it): found last.
+    let mut llc = busy_llc(4);
+    llc[2] = idle_cpu(2, 0, 2);
+    assert_eq!(scan(&llc, 2, all, false), (2, false));
+}
+
+#[test]
+fn sis_util_budget_limits_the_scan() {
+    let mut llc = busy_llc(8);
+    llc[4] = idle_cpu(4, 0, 4);
+    // nr_idle_scan 0: the LLC counts as overloaded, nothing is scanned.
+    let b = unsafe { host_idle_scan_budget(0, 8, true) };
+    assert_eq!(b, 1);
+    assert_eq!(scan(&llc, 0, b, false), (-1, true));
+    // nr_idle_scan 3 from CPU 0 looks at CPUs 1, 2, 3: not 4.
+    let b = unsafe { host_idle_scan_budget(3, 8, true) };
+    assert_eq!(scan(&llc, 0, b, false), (-1, true));
+    // nr_idle_scan 4 reaches it.
+    let b = unsafe { host_idle_scan_budget(4, 8, true) };
+    assert_eq!(scan(&llc, 0, b, false), (4, false));
+    // CPUs outside the task's affinity are not in the scanned mask and cost nothing.
+    for i in 1..4 {
+        llc[i].allowed = 0;
+    }
+    let b = unsafe { host_idle_scan_budget(1, 8, true) };
+    assert_eq!(scan(&llc, 0, b, false), (4, false));
+}
+
+#[test]
+fn scan_takes_sched_idle_cpus_for_normal_wakees() {
+    let mut llc = busy_llc(4);
+    llc[3] = cpu(3, 0, 3, &[IDLE_W, IDLE_W]);
+    let all = unsafe { host_idle_scan_budget(0, 4, false) };
+    assert_eq!(scan(&llc, 0, all, false), (3, false));
+    assert_eq!(scan(&llc, 0, all, true), (-1, false));
+}
+
+#[test]
+fn idle_scan_budget_refresh_period() {
+    let period = LAB_IDLE_SCAN_PERIOD_NS as u64;
+    assert_eq!(period, 4_000_000);
+    unsafe {
+        // Never computed (just attached): due at once.
+        assert!(host_idle_scan_stale(1_000, 0));
+        assert!(!host_idle_scan_stale(10_000_000 + period - 1, 10_000_000));
+        assert!(host_idle_scan_stale(10_000_000 + period, 10_000_000));
+        // At ops.init the lab starts every LLC at its full size; what an idle LLC computes
+        // agrees, so the first refresh changes nothing until there is load.
+        assert_eq!(host_nr_idle_scan(0, 8, LAB_LLC_IMBALANCE_PCT), 8);
+        // Busy enough (util above ~100/117 of capacity): no scan.
+        assert_eq!(host_nr_idle_scan(8 * 900, 8, LAB_LLC_IMBALANCE_PCT), 0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// wake_affine(), want_affine
+
+fn wa(this_cpu: lab_cpu_snap, prev_cpu: lab_cpu_snap, sync: bool) -> lab_wake_affine {
+    lab_wake_affine {
+        this_cpu,
+        prev_cpu,
+        sync: sync as u8,
+        wa_idle: 1,
+        wa_weight: 1,
+        wa_bias: 1,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn wake_affine_idle_rules() {
+    unsafe {
+        // The waker's CPU is idle and shares the LLC: it, unless prev is idle too.
+        assert_eq!(
+            host_wake_affine(&wa(idle_cpu(0, 0, 0), busy_cpu(1, 0, 1), false)),
+            LAB_WA_IDLE_THIS
+        );
+        assert_eq!(
+            host_wake_affine(&wa(idle_cpu(0, 0, 0), idle_cpu(1, 0, 1), false)),
+            LAB_WA_IDLE_PREV
+        );
+        // Sync wakeup, the waker alone on its CPU (a ghost does not count): the waker's CPU.
+        let mut this = busy_cpu(0, 0, 0);
+        this.nr_queued = 2;
+        this.nr_delayed = 1;
+        assert_eq!(
+            host_wake_affine(&wa(this, busy_cpu(1, 1, 1), true)),
+            LAB_WA_IDLE_THIS
+        );
+        // The waker's CPU idle in another LLC, prev idle: prev.
+        assert_eq!(
+            host_wake_affine(&wa(idle_cpu(0, 1, 0), idle_cpu(1, 0, 1), false)),
+            LAB_WA_IDLE_PREV
+        );
+    }
+}
+
+#[test]
+fn wake_affine_weight_and_bias() {
+    // Both busy: WA_WEIGHT compares loads. With WA_BIAS the waker's side may carry up to ~108 %
+    // of prev's (LLC domain) before prev wins.
+    let mut this = busy_cpu(0, 0, 0);
+    let mut prev = busy_cpu(1, 0, 1);
+    prev.load = 2000;
+    this.load = 1500; // this_eff = 1500 + 400 = 1900 vs prev_eff = 1600 * 1.08 = 1728
+    let mut w = wa(this, prev, false);
+    w.task_load = 400;
+    assert_eq!(unsafe { host_wake_affine(&w) }, LAB_WA_PREV);
+    w.this_cpu.load = 1200; // 1600 vs 1728
+    assert_eq!(unsafe { host_wake_affine(&w) }, LAB_WA_WEIGHT_THIS);
+    w.wa_bias = 0; // 1600 vs 1600: a tie keeps prev without sync
+    assert_eq!(unsafe { host_wake_affine(&w) }, LAB_WA_PREV);
+    w.wa_weight = 0;
+    w.wa_bias = 1;
+    assert_eq!(unsafe { host_wake_affine(&w) }, LAB_WA_PREV);
+    // SMT siblings use imbalance_pct 110: a 105 % bias.
+    assert_eq!(LAB_SMT_IMBALANCE_PCT, 110);
+    assert_eq!(LAB_LLC_IMBALANCE_PCT, 117);
+}
+
+#[test]
+fn want_affine_rules() {
+    unsafe {
+        assert!(host_want_affine(true, 1, 1, 4, true));
+        // The waker's CPU is outside the wakee's affinity.
+        assert!(!host_want_affine(true, 1, 1, 4, false));
+        // wake_wide(): both flip among at least llc_size partners, one llc_size times more.
+        assert!(!host_want_affine(true, 16, 4, 4, true));
+        assert!(host_want_affine(true, 15, 4, 4, true));
+        // A waker without flips of ours (another class) never spreads.
+        assert!(host_want_affine(false, 0, 100, 4, true));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// task_hot(), task_is_ineligible_on_dst_cpu(), can_migrate_task()
+
+const NOW: u64 = 1_000_000_000;
+const COST: u64 = 500_000;
+
+/// A balance attempt onto a busy puller in another core of the LLC, no failures yet.
+fn env() -> lab_lb_env {
+    lab_lb_env {
+        now: NOW,
+        migration_cost: COST,
+        nr_balance_failed: 0,
+        dst_nr_queued: 1,
+        smt: 0,
+        place_lag: 1,
+        cache_hot_buddy: 1,
+        ..Default::default()
+    }
+}
+
+/// A queued, eligible, allowed task that last ran `ago` ns before NOW.
+fn task(ago: u64) -> lab_lb_task {
+    lab_lb_task {
+        last_ran: NOW - ago,
+        eligible: 1,
+        allowed: 1,
+        ..Default::default()
+    }
+}
+
+fn hot(e: &lab_lb_env, t: &lab_lb_task) -> bool {
+    unsafe { host_task_hot(e, t) }
+}
+
+fn can_migrate(e: &lab_lb_env, t: &lab_lb_task) -> u32 {
+    unsafe { host_can_migrate_task(e, t) }
+}
+
+#[test]
+fn task_hot_by_migration_cost() {
+    let e = env();
+    assert!(hot(&e, &task(COST - 1)));
+    assert!(!hot(&e, &task(COST)));
+    // migration_cost_ns 0: nothing is hot by time. (The kernel's -1, "always hot", is outside
+    // the tunable's range, 0..1e9, in src/features.rs.)
+    let e0 = lab_lb_env {
+        migration_cost: 0,
+        ..env()
+    };
+    assert!(!hot(&e0, &task(0)));
+}
+
+#[test]
+fn cache_hot_buddy_needs_a_busy_destination() {
+    let buddy = lab_lb_task {
+        next_buddy: 1,
+        ..task(10 * COST)
+    };
+    // A busy puller: the next buddy is hot even though it ran long ago ...
+    assert!(hot(&env(), &buddy));
+    // ... and even with migration_cost_ns 0, which the buddy rule precedes.
+    let e0 = lab_lb_env {
+        migration_cost: 0,
+        ..env()
+    };
+    assert!(hot(&e0, &buddy));
+    // An empty puller takes it.
+    let empty = lab_lb_env {
+        dst_nr_queued: 0,
+        ..env()
+    };
+    assert!(!hot(&empty, &buddy));
+    assert_eq!(can_migrate(&empty, &buddy), LAB_MIGRATE_OK);
+    // Without CACHE_HOT_BUDDY it is just a task.
+    let off = lab_lb_env {
+        cache_hot_buddy: 0,
+        ..env()
+    };
+    assert!(!hot(&off, &buddy));
+}
+
+#[test]
+fn never_hot_sched_idle_and_smt() {
+    let just_ran_buddy = lab_lb_task {
+        next_buddy: 1,
+        ..task(1)
+    };
+    let idle = lab_lb_task {
+        idle_policy: 1,
+        ..just_ran_buddy
+    };
+    assert!(hot(&env(), &just_ran_buddy));
+    assert!(!hot(&env(), &idle));
+    let smt = lab_lb_env { smt: 1, ..env() };
+    assert!(!hot(&smt, &just_ran_buddy));
+    assert_eq!(can_migrate(&smt, &just_ran_buddy), LAB_MIGRATE_OK);
+}
+
+#[test]
+fn a_migrated_task_is_cold_until_it_runs() {
+    // It ran 1 us ago on its old queue, then moved: the kernel zeroed exec_start.
+    let moved = lab_lb_task {
+        migrated: 1,
+        ..task(1_000)
+    };
+    assert!(hot(&env(), &task(1_000)));
+    assert!(!hot(&env(), &moved));
+    assert_eq!(can_migrate(&env(), &moved), LAB_MIGRATE_OK);
+    // The buddy rule still holds for it.
+    let moved_buddy = lab_lb_task {
+        next_buddy: 1,
+        ..moved
+    };
+    assert!(hot(&env(), &moved_buddy));
+}
+
+#[test]
+fn hot_tasks_move_after_cache_nice_tries_failures() {
+    // The LLC's cache_nice_tries is 1: a hot task resists two failed balances.
+    let t = task(1_000);
+    let with = |failed| lab_lb_env {
+        nr_balance_failed: failed,
+        ..env()
+    };
+    assert_eq!(can_migrate(&with(0), &t), LAB_MIGRATE_HOT);
+    assert_eq!(can_migrate(&with(1), &t), LAB_MIGRATE_HOT);
+    assert_eq!(can_migrate(&with(2), &t), LAB_MIGRATE_OK);
+}
+
+#[test]
+fn ineligible_tasks_stay_only_for_a_busy_destination() {
+    let inel = lab_lb_task {
+        eligible: 0,
+        ..task(10 * COST)
+    };
+    assert_eq!(can_migrate(&env(), &inel), LAB_MIGRATE_INELIGIBLE);
+    unsafe {
+        assert!(host_task_is_ineligible_on_dst_cpu(&env(), &inel));
+    }
+    // An empty puller: nothing there to be placed behind.
+    let empty = lab_lb_env {
+        dst_nr_queued: 0,
+        ..env()
+    };
+    assert_eq!(can_migrate(&empty, &inel), LAB_MIGRATE_OK);
+    // After a failed balance, or without PLACE_LAG, it may move.
+    let failed = lab_lb_env {
+        nr_balance_failed: 1,
+        ..env()
+    };
+    assert_eq!(can_migrate(&failed, &inel), LAB_MIGRATE_OK);
+    let no_lag = lab_lb_env {
+        place_lag: 0,
+        ..env()
+    };
+    assert_eq!(can_migrate(&no_lag, &inel), LAB_MIGRATE_OK);
+}
+
+#[test]
+fn can_migrate_task_refusals_in_kernel_order() {
+    let cold = task(10 * COST);
+    assert_eq!(can_migrate(&env(), &cold), LAB_MIGRATE_OK);
+    let ghost = lab_lb_task {
+        delayed: 1,
+        eligible: 0,
+        ..cold
+    };
+    assert_eq!(can_migrate(&env(), &ghost), LAB_MIGRATE_DELAYED);
+    let pinned = lab_lb_task {
+        migration_disabled: 1,
+        ..cold
+    };
+    assert_eq!(can_migrate(&env(), &pinned), LAB_MIGRATE_PINNED);
+    let elsewhere = lab_lb_task { allowed: 0, ..cold };
+    assert_eq!(can_migrate(&env(), &elsewhere), LAB_MIGRATE_AFFINITY);
+    let running = lab_lb_task { on_cpu: 1, ..cold };
+    assert_eq!(can_migrate(&env(), &running), LAB_MIGRATE_RUNNING);
+    // The ineligibility rule comes before affinity, as in fair.c.
+    let inel_elsewhere = lab_lb_task {
+        eligible: 0,
+        ..elsewhere
+    };
+    assert_eq!(can_migrate(&env(), &inel_elsewhere), LAB_MIGRATE_INELIGIBLE);
+}
+
+// ---------------------------------------------------------------------------------------------
+// find_busiest, the migrate_load rule, calculate_imbalance()
+
+#[test]
+fn find_busiest_most_runnable_with_one_waiting() {
+    let mut cpus = vec![
+        cpu(0, 0, 0, &[]),
+        cpu(1, 0, 1, &[NICE_0_W]),
+        cpu(2, 0, 2, &[NICE_0_W, NICE_0_W]),
+        cpu(3, 0, 3, &[NICE_0_W, NICE_0_W, NICE_0_W]),
+        cpu(4, 1, 4, &[NICE_0_W; 5]),
+    ];
+    unsafe {
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 5, 0, false), 3);
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 5, 0, true), 4);
+        // Not itself.
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 4, 3, false), 2);
+        // Ghosts are not runnable: three queued with two ghosts is one runnable.
+        cpus[3].nr_delayed = 2;
+        cpus[2].nr_delayed = 1;
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 4, 0, false), -1);
+    }
+}
+
+#[test]
+fn migrate_load_rule() {
+    unsafe {
+        assert!(!host_migrate_load_fits(1000, 0, 600, false));
+        // Halved for every failed balance.
+        assert!(host_migrate_load_fits(1000, 1, 600, false));
+        assert!(host_migrate_load_fits(600, 0, 600, false));
+        // A load of 0 counts as 1.
+        assert!(!host_migrate_load_fits(0, 0, 0, false));
+        // LB_MIN: light tasks stay until a balance failed.
+        assert!(!host_migrate_load_fits(10, 0, 600, true));
+        assert!(host_migrate_load_fits(10, 1, 600, true));
+        // Huge failure counts do not overflow the shift.
+        assert!(host_migrate_load_fits(i64::MAX, 200, 1, false));
+        assert_eq!(host_calculate_imbalance(3000, 1000, 1800), 800);
+        assert_eq!(host_calculate_imbalance(3000, 1500, 1800), 300);
+        assert!(host_calculate_imbalance(1500, 1500, 1500) <= 0);
+    }
+}
