@@ -18,8 +18,10 @@
  *   reweight_task_fair()            ops.set_weight
  *   yield_task_fair()               ops.yield
  *
- * CPU selection (select_task_rq_fair()) is in select.bpf.h, balancing in balance.bpf.h, the
- * entity slots in slots.bpf.h, the hrtick timer in hrtick.bpf.h and ops.dump in dump.bpf.h.
+ * The locked queue operations these callbacks call are in queue.bpf.h; CPU selection
+ * (select_task_rq_fair()) is in select.bpf.h over the pure decisions of select.h, balancing in
+ * balance.bpf.h over balance.h, the entity slots in slots.bpf.h, the hrtick timer in
+ * hrtick.bpf.h and ops.dump in dump.bpf.h.
  *
  * Tasks stay in the scheduler's custody until dispatched, so the queues here are the only
  * source of truth for the order. Each queue has its own lock; the kernel's rq lock of the same
@@ -154,6 +156,7 @@ u64 nr_alloc_fail;
  * Lookups
  */
 
+/* The entity pool (one map element). */
 static __always_inline struct lab_pool *pool_get(void)
 {
 	u32 zero = 0;
@@ -161,6 +164,7 @@ static __always_inline struct lab_pool *pool_get(void)
 	return bpf_map_lookup_elem(&lab_pool_map, &zero);
 }
 
+/* @cpu's EEVDF queue (cpu_rq(cpu)->cfs). */
 static __always_inline struct lab_rq *rq_get(s32 cpu)
 {
 	u32 c = cpu;
@@ -168,6 +172,7 @@ static __always_inline struct lab_rq *rq_get(s32 cpu)
 	return bpf_map_lookup_elem(&lab_rqs, &c);
 }
 
+/* @p's per-task context (slot, wakeup facts, load). */
 static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
 {
 	return bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
@@ -183,6 +188,7 @@ static __always_inline u64 *stats_row(void)
 	return lab_stats[c];
 }
 
+/* Count one decision on this CPU's row. */
 static __always_inline void stat_inc(u32 idx)
 {
 	u64 *st = stats_row();
@@ -228,219 +234,8 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
 	return lab_task_inv_weight(p->static_prio, p->policy == LAB_SCHED_IDLE);
 }
 
-/* Bring the queue's load average up to @now with the weight it held until now (call with the
- * queue locked, before changing what is queued). Ghosts count, as delayed tasks keep load. */
-static __always_inline void rq_load_touch(struct lab_rq *rq, struct lab_pool *pool, u64 now)
-{
-	u64 w = rq->cfs.sum_weight;
-
-	if (rq->cfs.curr && SE(pool, rq->cfs.curr)->on_rq)
-		w += SE(pool, rq->cfs.curr)->weight;
-	pelt_update(&rq->load, now, w);
-}
-
-/*
- * The running task's execution time, current to the rq clock: what the kernel's update_curr()
- * would charge. Valid with @cpu's rq lock held, which every scheduling callback for that CPU has.
- */
-static __always_inline u64 exec_now(struct task_struct *p, s32 cpu)
-{
-	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
-	u64 sum = p->se.sum_exec_runtime;
-	s64 d;
-
-	if (rq && rq->curr == p) {
-		d = (s64)(rq->clock_task - p->se.exec_start);
-		if (d > 0)
-			sum += d;
-	}
-	return sum;
-}
-
-/* The task currently on @cpu and its execution time (for remote update_curr()). */
-static __always_inline s32 curr_exec_now(s32 cpu, u64 *total)
-{
-	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
-	struct task_struct *curr;
-	s64 d;
-
-	*total = 0;
-	if (!rq)
-		return 0;
-	curr = rq->curr;
-	if (!curr)
-		return 0;
-	*total = BPF_CORE_READ(curr, se.sum_exec_runtime);
-	d = (s64)(BPF_CORE_READ(rq, clock_task) - BPF_CORE_READ(curr, se.exec_start));
-	if (d > 0)
-		*total += d;
-	return BPF_CORE_READ(curr, pid);
-}
-
-/*
- * update_curr(): charge the queue's running entity for what it ran since it was last charged.
- * Call with the queue locked; @total and @pid describe the task on the CPU right now.
- */
-static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 total,
-					s32 pid, const struct lab_params *p, u64 *st)
-{
-	struct lab_se *se;
-	s64 delta;
-
-	if (!cfs->curr)
-		return LAB_RESCHED_NONE;
-	se = SE(pool, cfs->curr);
-	if (!se->running || se->pid != pid)
-		return LAB_RESCHED_NONE;
-	delta = (s64)(total - se->exec_snap);
-	if (delta <= 0)
-		return LAB_RESCHED_NONE;
-	se->exec_snap = total;
-	return update_curr_math(cfs, pool, delta, p, st);
-}
-
-/*
- * resched_curr_lazy() as update_curr() calls it when a task joins @rq: ask for the CPU to
- * reschedule (counted as preempt_enqueue) unless a request is already pending. Returns true when
- * the caller must kick the CPU (after dropping the lock).
- */
-static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
-{
-	if (rq->kicked)
-		return false;
-	rq->kicked = 1;
-	lab_count(st, LAB_ST_PREEMPT_ENQUEUE);
-	return true;
-}
-
 #include "hrtick.bpf.h"
-
-/* ---------------------------------------------------------------------------------------------
- * Queue operations
- *
- * The non-static functions below are global BPF subprograms: the verifier checks each once, not
- * once per callback that calls it, which keeps the load time down under emulation. They take
- * scalars (and the task's storage), look up the rest themselves, and are never called with a
- * queue lock held. Moving an entity between queues never holds two queue locks.
- */
-
-__noinline int lab_undispatch(u32 slot, s32 cpu);
-
-/*
- * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP (dequeue_entity()): the
- * queue's running entity is accounted first (update_curr()), then the lag is saved and, with
- * PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead. Differs: a
- * reschedule that this update_curr() would ask for waits for the CPU's next decision or tick.
- */
-__noinline int lab_leave(u32 n, u64 now)
-{
-	const struct lab_params *p = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total;
-	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 cpu, pid;
-
-	if (!pool)
-		return 0;
-	se = SE(pool, n);
-	cpu = se->cpu;
-	if (cpu < 0 || !se->on_rq || !(rq = rq_get(cpu)))
-		return 0;
-	pid = curr_exec_now(cpu, &total);
-	bpf_spin_lock(&rq->lock);
-	if (se->on_rq && se->cpu == cpu) {
-		rq_load_touch(rq, pool, now);
-		account_curr(&rq->cfs, pool, total, pid, p, st);
-		if (se->delayed) {
-			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
-			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
-		} else {
-			dequeue_entity(&rq->cfs, pool, n, 0, p, st);
-		}
-		se->custody = 0;
-		se->running = 0;
-		se->picked = 0;
-		se->cpu = -1;
-	}
-	bpf_spin_unlock(&rq->lock);
-	return 0;
-}
-
-/*
- * enqueue_task_fair()'s EEVDF part for the task of @tc on @cpu: a ghost on this queue requeues,
- * anything else is placed (as a new task with @initial). A ghost elsewhere (it woke on another
- * CPU) is finalized there first. @custom_slice is the task's sched_runtime slice, 0 for none.
- * Returns LAB_JOIN_KICK when update_curr() found the running task's request or protection over:
- * the caller reschedules @cpu, as resched_curr_lazy() in the kernel's update_curr(). Otherwise,
- * with HRTICK and someone to switch to, the wall ns until the running entity's deadline for
- * hrtick_update() (enqueue_task_fair() ends with it), else 0.
- */
-#define LAB_JOIN_KICK	(-1)
-
-__noinline long lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_slice)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total, now = scx_bpf_now();
-	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 pid;
-	long ret = 0;
-	u32 n;
-
-	if (!pool || !tc || !(rq = rq_get(cpu)))
-		return 0;
-	n = tc->slot;
-	se = SE(pool, n);
-	if (se->on_rq && se->cpu != cpu)
-		lab_leave(n, now);
-	if (!se->on_rq)
-		pelt_update(&tc->load, now, 0);	/* it was asleep */
-	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
-		lab_count(st, LAB_ST_MIGRATE);
-		slot_migrated[n & LAB_SLOT_MASK] = 1;
-	}
-	tc->last_cpu = cpu;
-
-	pid = curr_exec_now(cpu, &total);
-	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	if (account_curr(&rq->cfs, pool, total, pid, params, st) && resched_curr_lazy(rq, st))
-		ret = LAB_JOIN_KICK;
-	if (se->on_rq && se->cpu == cpu) {
-		if (se->delayed)
-			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
-	} else if (!se->on_rq) {
-		se->custom_slice = custom_slice != 0;
-		if (custom_slice)
-			se->slice = custom_slice;
-		se->cpu = cpu;
-		enqueue_entity(&rq->cfs, pool, n, (initial || se->is_new) ? LAB_PLACE_INITIAL : 0,
-			       params, st);
-	}
-	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
-		struct lab_se *curr = SE(pool, rq->cfs.curr);
-
-		if (curr->running)
-			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
-	}
-	bpf_spin_unlock(&rq->lock);
-	return ret;
-}
-
-/* lab_join() for @p (its sched_setattr() custom slice read here). */
-static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool initial)
-{
-	u64 custom = p->se.custom_slice ? lab_custom_slice(p->se.slice) : 0;
-
-	long ret = lab_join(tctx_get(p), cpu, initial, custom);
-
-	if (ret == LAB_JOIN_KICK)
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	else if (ret > 0)
-		hrtick_update(cpu, ret);
-}
+#include "queue.bpf.h"
 
 #include "slots.bpf.h"
 #include "select.bpf.h"
@@ -451,6 +246,8 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool init
  * sched_ext operations
  */
 
+/* ops.select_cpu: select_task_rq_fair() (select.bpf.h), with ttwu_runnable()'s shortcut for a
+ * woken ghost. Differs: the lab's experiment knobs DELAY_WAKE_COLD / DELAY_REQUEUE_SELECT. */
 s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	const struct lab_params *params = params_get();
@@ -486,66 +283,16 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	return select_task_rq_fair(p, tc, prev_cpu, wake_flags, params, now);
 }
 
+/* ops.runnable: enqueue_task_fair()'s EEVDF part, the task joins its CPU's queue. Differs:
+ * the preemption check waits for ops.enqueue, where the task is in our custody. */
 void BPF_STRUCT_OPS(lab_runnable, struct task_struct *p, u64 enq_flags)
 {
 	join_queue(p, scx_bpf_task_cpu(p), enq_flags & LAB_ENQUEUE_INITIAL);
 }
 
-/* Bits of lab_enqueue_entity()'s @wk: what wakeup_preempt_fair() needs to know of the wakeup. */
-#define LAB_WK_CHECK	1	/* a wakeup (or a new task): check preemption */
-#define LAB_WK_FORK	2
-#define LAB_WK_SYNC	4
-#define LAB_WK_IDLE	8	/* the wakee is SCHED_IDLE */
-#define LAB_WK_NORMAL	16	/* the wakee's policy is SCHED_NORMAL or SCHED_EXT */
-#define LAB_WK_SELECTED	32	/* WF_RQ_SELECTED: select_cpu ran for this wakeup */
-
-/*
- * ops.enqueue's queue part: entity @n on @cpu comes into the scheduler's custody; for a wakeup,
- * wakeup_preempt_fair() decides against the running entity. Returns the preemption reason.
- */
-__noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	struct lab_wakeup wk = {};
-	u64 *st = stats_row(), total;
-	int preempt = LAB_PREEMPT_NO;
-	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 pid;
-
-	if (!pool || !(rq = rq_get(cpu)))
-		return 0;
-	se = SE(pool, n);
-	wk.fork = wk_bits & LAB_WK_FORK;
-	wk.sync = wk_bits & LAB_WK_SYNC;
-	wk.rq_selected = wk_bits & LAB_WK_SELECTED;
-	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
-	wk.wakee_normal = wk_bits & LAB_WK_NORMAL;
-
-	pid = curr_exec_now(cpu, &total);
-	bpf_spin_lock(&rq->lock);
-	se->custody = 1;
-	if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
-	    se->cpu == cpu) {
-		struct lab_se *curr = SE(pool, rq->cfs.curr);
-		int wakeup;
-
-		if (account_curr(&rq->cfs, pool, total, pid, params, st) &&
-		    resched_curr_lazy(rq, st))
-			preempt = LAB_PREEMPT_ENQUEUE;
-		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
-		wk.need_resched = rq->kicked;
-		wakeup = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
-		if (wakeup) {
-			rq->kicked = 1;
-			preempt = wakeup;
-		}
-	}
-	bpf_spin_unlock(&rq->lock);
-	return preempt;
-}
-
+/* ops.enqueue: the task enters the scheduler's custody; wakeup_preempt_fair() (or
+ * prio_changed_fair()'s check) decides against the running task. Differs: the preemption is a
+ * kick of the CPU, like preempt=full. */
 void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct lab_pool *pool = pool_get();
@@ -583,6 +330,8 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
+/* ops.dequeue: dequeue_entity() without DEQUEUE_SLEEP for a property change (DEQUEUE_SAVE);
+ * a sleep is ops.quiescent's. */
 void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 {
 	struct lab_pool *pool;
@@ -599,67 +348,6 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 	lab_leave(tc->slot, scx_bpf_now());
 }
 
-/* What lab_dispatch_pick() found. */
-#define LAB_PICK_NONE	0	/* nothing to run: balance */
-#define LAB_PICK_KEEP	-1	/* keep prev running */
-#define LAB_PICK_BUSY	-2	/* the pick is not ours to dispatch (already dispatched) */
-
-/*
- * pick_task_fair(): account prev, pick (finalizing ghosts). Returns a slot to dispatch (taken
- * out of the scheduler's custody), or one of LAB_PICK_*.
- */
-__noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	struct lab_rq *rq = rq_get(cpu);
-	u64 *st = stats_row();
-	long ret = LAB_PICK_NONE;
-	u32 n;
-
-	if (!pool || !rq)
-		return LAB_PICK_NONE;
-	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
-	n = pick_next_entity(&rq->cfs, pool, true, params, st, NULL);
-	if (n) {
-		struct lab_se *se = SE(pool, n);
-
-		lab_count(st, LAB_ST_DISPATCH);
-		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
-			ret = LAB_PICK_KEEP;
-			rq->kicked = 0;	/* the reschedule we asked for happened: prev won again */
-			lab_count(st, LAB_ST_DISPATCH_KEEP);
-		} else if (se->custody) {
-			se->custody = 0;
-			se->picked = 1;
-			ret = n;
-		} else {
-			ret = LAB_PICK_BUSY;
-		}
-	}
-	bpf_spin_unlock(&rq->lock);
-	return ret;
-}
-
-/* Give @slot back to the custody of @cpu's queue after a dispatch that could not happen. */
-__noinline int lab_undispatch(u32 slot, s32 cpu)
-{
-	struct lab_pool *pool = pool_get();
-	struct lab_rq *rq = rq_get(cpu);
-
-	if (!pool || !rq)
-		return 0;
-	bpf_spin_lock(&rq->lock);
-	if (SE(pool, slot)->on_rq && SE(pool, slot)->cpu == cpu) {
-		SE(pool, slot)->custody = 1;
-		SE(pool, slot)->picked = 0;
-	}
-	bpf_spin_unlock(&rq->lock);
-	return 0;
-}
-
 /* The task a newidle balance pulled is dispatched as the pick: its ops.running is first. */
 static __always_inline void mark_picked(struct task_struct *t)
 {
@@ -670,6 +358,8 @@ static __always_inline void mark_picked(struct task_struct *t)
 		SE(pool, tc->slot)->picked = 1;
 }
 
+/* ops.dispatch: pick_task_fair() and, with nothing to run, sched_balance_newidle(). Differs:
+ * exactly one task goes to the local DSQ, or prev keeps running with a refilled slice. */
 void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 total = 0, now = scx_bpf_now();
@@ -716,42 +406,8 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		bpf_task_release(t);
 }
 
-/*
- * set_next_task_fair(): entity @n starts running on @cpu (@sum_exec: its execution time so far),
- * as the pick (@first, set_next_entity(first)) or re-run after a property change. Returns how
- * long until its deadline when the hrtick should be armed, else 0.
- */
-__noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	struct lab_rq *rq = rq_get(cpu);
-	struct lab_cpu *pc;
-	struct lab_se *se;
-	long hrtick_ns = 0;
-
-	if (!pool || !rq)
-		return 0;
-	se = SE(pool, n);
-	pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
-	bpf_spin_lock(&rq->lock);
-	pelt_update(&rq->util, now, pc->running ? LAB_SCHED_CAPACITY : 0);
-	pc->running = 1;
-	if (se->on_rq && se->cpu == cpu) {
-		set_next_entity(&rq->cfs, pool, n, se->picked, params);
-		se->picked = 0;
-		se->running = 1;
-		se->custody = 0;
-		se->exec_snap = sum_exec;
-		rq->kicked = 0;
-		/* hrtick_start_fair(): only when there is someone to switch to. */
-		if (sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1)
-			hrtick_ns = (long)lab_max_u64(hrtick_delay_ns(se), 1);
-	}
-	bpf_spin_unlock(&rq->lock);
-	return hrtick_ns;
-}
-
+/* ops.running: set_next_task_fair(first) and hrtick_start_fair(); prio_changed_fair() for a
+ * running task whose priority got worse. */
 void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 {
 	struct lab_pool *pool = pool_get();
@@ -775,6 +431,8 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	tc->prio_changed = 0;
 }
 
+/* ops.stopping: put_prev_task_fair(): update_curr(), and a runnable task goes back into the
+ * tree. */
 void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 {
 	const struct lab_params *params = params_get();
@@ -808,40 +466,8 @@ void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 	bpf_spin_unlock(&rq->lock);
 }
 
-/*
- * dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost, after
- * update_curr() of the queue's running entity (which, for a sleeper, ops.stopping already did).
- */
-__noinline int lab_dequeue_entity(u32 n, u32 flags, u64 now)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total;
-	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 cpu, pid;
-
-	if (!pool)
-		return 0;
-	se = SE(pool, n);
-	cpu = se->cpu;
-	if (cpu < 0 || !(rq = rq_get(cpu)))
-		return 0;
-	pid = curr_exec_now(cpu, &total);
-	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	account_curr(&rq->cfs, pool, total, pid, params, st);
-	if (se->on_rq && se->cpu == cpu) {
-		se->running = 0;
-		se->custody = 0;
-		se->picked = 0;
-		if (dequeue_entity(&rq->cfs, pool, n, flags, params, st))
-			se->cpu = -1;
-	}
-	bpf_spin_unlock(&rq->lock);
-	return 0;
-}
-
+/* ops.quiescent: dequeue_task_fair() for a sleep (maybe a ghost, DELAY_DEQUEUE) or another
+ * dequeue. Differs: a ghost is invisible to the rest of the kernel (the task is asleep there). */
 void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct lab_pool *pool = pool_get();
@@ -861,27 +487,8 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	lab_dequeue_entity(tc->slot, flags, now);
 }
 
-/* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason. */
-__noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	struct lab_rq *rq = rq_get(cpu);
-	u64 *st = stats_row();
-	int resched;
-
-	if (!pool || !rq)
-		return 0;
-	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
-	resched = account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
-	if (resched)
-		rq->kicked = 1;
-	bpf_spin_unlock(&rq->lock);
-	return resched;
-}
-
+/* ops.tick: task_tick_fair(): update_curr() and its reschedule, then the SIS_UTIL budget and
+ * periodic balancing. Differs: the reschedule is a zero slice (the core switches at the tick). */
 void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 {
 	struct lab_pool *pool = pool_get();
@@ -903,39 +510,6 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 	}
 	update_idle_cpu_scan(cpu, now);
 	periodic_balance(cpu, rq, params_get(), now, stats_row());
-}
-
-/*
- * reweight_task_fair(): entity @n gets @weight (and its inverse), keeping its lag (and V), after
- * update_curr() of its queue. Usually the entity is not queued here: the core wraps a nice change
- * in a dequeue/enqueue pair (DEQUEUE_SAVE), so only its saved lag is rescaled.
- */
-__noinline int lab_reweight(u32 n, u32 weight, u32 inv_weight)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total;
-	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 cpu, pid;
-
-	if (!pool)
-		return 0;
-	se = SE(pool, n);
-	cpu = se->cpu;
-	if (se->on_rq && cpu >= 0 && (rq = rq_get(cpu))) {
-		pid = curr_exec_now(cpu, &total);
-		bpf_spin_lock(&rq->lock);
-		account_curr(&rq->cfs, pool, total, pid, params, st);
-		if (se->on_rq && se->cpu == cpu)
-			reweight_entity(&rq->cfs, pool, n, weight, inv_weight, params, st);
-		else
-			reweight_entity(NULL, pool, n, weight, inv_weight, params, NULL);
-		bpf_spin_unlock(&rq->lock);
-	} else {
-		reweight_entity(NULL, pool, n, weight, inv_weight, params, NULL);
-	}
-	return 0;
 }
 
 /*
@@ -970,6 +544,7 @@ void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask
 		lab_leave(tc->slot, scx_bpf_now());
 }
 
+/* ops.yield: yield_task_fair(), and yield_to_task_fair()'s next buddy for @to. */
 bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 {
 	const struct lab_params *params = params_get();
@@ -996,6 +571,8 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 	return buddy;
 }
 
+/* ops.init_task: a slot for the task's entity (sched_fork()'s __sched_fork() of the fair
+ * entity). */
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
 	struct lab_pool *pool = pool_get();
@@ -1009,6 +586,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_in
 	return slot_claim(p, tc, args->fork);
 }
 
+/* ops.enable: the task switches to the lab; its weight as set_load_weight() computes it. */
 void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 {
 	struct lab_pool *pool = pool_get();
@@ -1020,6 +598,7 @@ void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 	}
 }
 
+/* ops.disable: the task leaves the lab (switched_from_fair()): its entity leaves its queue. */
 void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 {
 	struct lab_pool *pool = pool_get();
@@ -1029,6 +608,7 @@ void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 		lab_leave(tc->slot, scx_bpf_now());
 }
 
+/* ops.exit_task: the task is gone; its entity leaves and its slot is freed. */
 void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
 	struct task_ctx *tc = tctx_get(p);
@@ -1039,6 +619,8 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 	slot_release(tc);
 }
 
+/* ops.init: init_cfs_rq() for every CPU's queue, the newidle statistics, the hrtick timers
+ * and the SIS_UTIL budget. */
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 {
 	s32 cpu, nr = scx_bpf_nr_cpu_ids();
@@ -1058,6 +640,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 	return 0;
 }
 
+/* ops.exit: record why the scheduler stops, for the daemon's report. */
 void BPF_STRUCT_OPS(lab_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
