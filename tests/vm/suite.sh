@@ -1,9 +1,20 @@
-# Runs guest-side tests (default: every t-*.sh here, in name order) and prints one line per test
-# and a final "N passed, N failed". Usage: sh suite.sh [TEST...]
+# Runs guest-side tests and prints one line per test and a final "N passed, N failed".
+# Usage: sh suite.sh [TEST...]
+#
+# Two kinds of boot (scripts/vm, scripts/test): a test with a "# boot: timing" line in its header
+# judges a timing-dependent effect (CPU shares, latencies, preemption counts, balancing within
+# 100 ms) and belongs in a timing boot (`scripts/vm --timing`: icount, guest time follows executed
+# instructions, host load cannot change it); every other test is functional and belongs in a
+# normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run, in name order.
 # shellcheck shell=sh
 cd "$(dirname "$0")" || exit 2
+boot=functional
+grep -qw lab.timing=1 /proc/cmdline && boot=timing
+boot_of() { if grep -qx '# boot: timing' "$1"; then echo timing; else echo functional; fi; }
 tests=$*
-[ -n "$tests" ] || tests=$(ls t-*.sh)
+if [ -z "$tests" ]; then
+	for t in t-*.sh; do [ "$(boot_of "$t")" = $boot ] && tests="$tests $t"; done
+fi
 # kill_lab SIGNAL: every scx_eevdf_lab process (busybox has no pkill).
 kill_lab() {
 	for d in /proc/[0-9]*; do
@@ -11,11 +22,13 @@ kill_lab() {
 	done
 }
 pass=0 failed=0 names=
-echo "kernel $(uname -r), $(nproc) CPUs"
+echo "kernel $(uname -r), $(nproc) CPUs, $boot boot"
 for t in $tests; do
 	name=${t%.sh}
 	start=$(date +%s)
 	echo "== $name"
+	[ -f "./$name.sh" ] && [ "$(boot_of "./$name.sh")" != $boot ] &&
+		echo "  note: a $(boot_of "./$name.sh") test in a $boot boot: its verdict may not hold in the other kind"
 	sh "./$name.sh"
 	rc=$?
 	# Leave no scheduler (or bench) behind for the next test.

@@ -5,26 +5,34 @@
 #
 # Load: the bench's hog-probe workload confined to CPU 3 (2 hogs, 2 probes waking every 1 ms and
 # burning 0.2 ms, so that a probe does not simply win every wakeup on the lag it saved while
-# asleep), once with slice_us=100 and once with the default slice, alternating, 4 runs each, for
-# each setting of PREEMPT_SHORT. Metric: the median over runs of the probes' p50 lateness (the
-# p99 of an emulated machine is dominated by the host; it is printed, not asserted).
+# asleep), once with slice_us=100 and once with the default slice, alternating, 3 runs each
+# (0.25 s warm-up, 1 s window: about 2,000 wakeups per run), for each setting of PREEMPT_SHORT.
+#
+# Timing boot (icount): lateness is guest time, which there follows the instructions the guest
+# executes, not the host's load. There the p50 is the same for every arm (~64 µs: most wakeups
+# preempt at once, on the lag a probe saved while asleep, and the p50 is the cost of the wakeup
+# path), and the effect is in the tail, the wakeups that find the probe not yet eligible or a
+# hog in its protected slice: p99 of the short-slice probe ~65 µs with PREEMPT_SHORT, ~800 µs
+# without, ~2,800 µs for the default slice (7.3). In multi-threaded emulation the p99 was the
+# host's, so the test used the p50 and 2 s windows; under icount the p99 is the metric. Metric:
+# the median over runs of the probes' p99 lateness; asserted with a factor of 2, far inside the
+# measured 10x-40x gaps, so that it is a difference of behaviour, not of rounding.
 #
 # "The difference shrinks" is asserted on the short-slice probe itself (slower without the
-# feature): the default-slice probe should not care about PREEMPT_SHORT, but its p50 swings by
-# +-30 % between sessions under emulation, which makes a difference of differences a coin toss
-# (the built-in EEVDF, measured the same way, does not show it reliably either). The difference
-# is printed.
+# feature): the default-slice probe should not care about PREEMPT_SHORT; the difference of
+# differences is printed, not asserted.
+# boot: timing
 . ./lib.sh
 
 SPEC=hogs=2:probes=2:interval_us=1000:work_us=200
 SHORT=hog-probe:$SPEC:slice_us=100
 DEFAULT=hog-probe:$SPEC
-RUNS=4
+RUNS=3
 
 # probe ARM OUT: one bench session of ARM on CPU 3; prints the preempt_short delta it caused.
 probe() {
 	c0=$(counters preempt_short preempt_wakeup)
-	taskset -c 3 scx_eevdf_lab bench "$1" -w "$SHORT,$DEFAULT" -n $RUNS --warmup 0.5 --window 2 \
+	taskset -c 3 scx_eevdf_lab bench "$1" -w "$SHORT,$DEFAULT" -n $RUNS --warmup 0.25 --window 1 \
 		--seed 7 --no-plots -o "/tmp/$2" >"/tmp/$2.out" 2>"/tmp/$2.err" ||
 		{ tail -n 20 "/tmp/$2.err"; fail "the $1 bench session failed"; }
 	c1=$(counters preempt_short preempt_wakeup)
@@ -51,13 +59,13 @@ check "still attached after both sessions" lab_attached
 stop_lab
 
 note "probe lateness on CPU 3 against 2 hogs (µs; median of $RUNS runs, then each run):"
-note "PREEMPT_SHORT  probe slice  p50 median  p50 runs              p99 runs"
+note "PREEMPT_SHORT  probe slice  p99 median  p99 runs              p50 runs"
 for f in on off; do
 	for w in short default; do
 		[ $w = short ] && wl=$SHORT || wl=$DEFAULT
 		[ $w = short ] && sl="0.1 ms" || sl="default"
-		note "$(printf '%-14s %-12s %10.0f  %-21s %s' $f "$sl" "$(pmed $f "$wl" lateness_p50_us)" \
-			"$(prun $f "$wl" lateness_p50_us)" "$(prun $f "$wl" lateness_p99_us)")"
+		note "$(printf '%-14s %-12s %10.0f  %-21s %s' $f "$sl" "$(pmed $f "$wl" lateness_p99_us)" \
+			"$(prun $f "$wl" lateness_p99_us)" "$(prun $f "$wl" lateness_p50_us)")"
 	done
 done
 read -r short_on wake_on </tmp/on.ctr
@@ -65,18 +73,19 @@ read -r short_off wake_off </tmp/off.ctr
 note "counters during the sessions: PREEMPT_SHORT on: preempt_short $short_on preempt_wakeup $wake_on;" \
 	"off: preempt_short $short_off preempt_wakeup $wake_off"
 
-s_on=$(pmed on "$SHORT" lateness_p50_us)
-d_on=$(pmed on "$DEFAULT" lateness_p50_us)
-s_off=$(pmed off "$SHORT" lateness_p50_us)
-d_off=$(pmed off "$DEFAULT" lateness_p50_us)
+M=lateness_p99_us
+s_on=$(pmed on "$SHORT" $M)
+d_on=$(pmed on "$DEFAULT" $M)
+s_off=$(pmed off "$SHORT" $M)
+d_off=$(pmed off "$DEFAULT" $M)
 gap_on=$(awk -v a=$d_on -v b=$s_on 'BEGIN {printf "%.0f", a - b}')
 gap_off=$(awk -v a=$d_off -v b=$s_off 'BEGIN {printf "%.0f", a - b}')
-v=shrinks; [ "$gap_off" -lt "$gap_on" ] || v="does not shrink in this run (not asserted, see above)"
-note "default minus 0.1 ms slice, p50: $gap_on µs with PREEMPT_SHORT, $gap_off µs without: $v"
+v=shrinks; [ "$gap_off" -lt "$gap_on" ] || v="does not shrink in this run (not asserted)"
+note "default minus 0.1 ms slice, p99: $gap_on µs with PREEMPT_SHORT, $gap_off µs without: $v"
 
 check "the short-slice probe preempts through PREEMPT_SHORT (preempt_short moved: $short_on)" [ "$short_on" -gt 0 ]
 check "NO_PREEMPT_SHORT keeps preempt_short flat ($short_off)" [ "$short_off" -eq 0 ]
-check "with PREEMPT_SHORT the 0.1 ms slice wakes sooner than the default slice (p50 $s_on < $d_on µs)" \
-	awk -v s=$s_on -v d=$d_on 'BEGIN {exit !(s < d)}'
-check "with NO_PREEMPT_SHORT the 0.1 ms slice loses that edge: it wakes later than with the feature (p50 $s_off > $s_on µs)" \
-	awk -v a=$s_on -v b=$s_off 'BEGIN {exit !(a < b)}'
+check "with PREEMPT_SHORT the 0.1 ms slice wakes sooner than the default slice (p99 2 x $s_on < $d_on µs)" \
+	awk -v s=$s_on -v d=$d_on 'BEGIN {exit !(2 * s < d)}'
+check "with NO_PREEMPT_SHORT the 0.1 ms slice loses that edge: it wakes later than with the feature (p99 $s_off > 2 x $s_on µs)" \
+	awk -v a=$s_on -v b=$s_off 'BEGIN {exit !(2 * a < b)}'

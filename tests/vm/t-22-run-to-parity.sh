@@ -6,9 +6,12 @@
 # (debugfs features toggled and restored by the bench). It must show the effect (>= 1.3x), or the
 # measurement is not good enough to judge ours; ours must show at least half of it on a log scale
 # (the square root of the kernel's ratio, and >= 1.3x). One CPU keeps CPU selection out of the
-# picture and keeps that emulated CPU running: with four busy vCPUs on two host cores, guest time
-# is too noisy for a 0.7 ms quantum. Then the scheduler's counters since attach, with the pick
-# search-length histogram.
+# picture. Then the scheduler's counters since attach, with the pick search-length histogram.
+#
+# Timing boot (icount): in multi-threaded emulation host load leaks into guest time, and a busy
+# 2-core host once left the kernel's own reference at 1.06x twice; with guest time following the
+# executed instructions, the 0.7 ms quantum is the guest's, whatever the host does.
+# boot: timing
 . ./lib.sh
 
 WL=messaging:groups=2:fds=10:loops=100
