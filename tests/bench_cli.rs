@@ -145,3 +145,22 @@ fn features_and_diff_kernel_work_without_the_lab() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_workload_list_shows_keys_defaults_and_metrics() {
+    let out = Command::new(bin())
+        .args(["bench", "--list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for want in [
+        "pingpong",
+        "pairs=1",
+        "handoffs_per_s",
+        "hackbench",
+        "mode=process",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+}
