@@ -5,7 +5,7 @@ use crate::features::{self, FeatureSet, Mirror, Tunables};
 use crate::topology::online_cpus;
 use crate::{kernel, sched, stats};
 use anyhow::{Result, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// A sched_ext mirror of Linux's EEVDF whose features and tunables can be flipped while it runs.
@@ -100,6 +100,14 @@ pub enum Cmd {
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
     #[command(after_help = crate::bench::ARMS_HELP)]
     Bench(crate::bench::BenchArgs),
+    /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
+    /// /etc/bash_completion.d/scx_eevdf_lab`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout (e.g. `scx_eevdf_lab man | man -l -`).
+    Man,
     /// One task of a bench workload in --processes mode (started by `bench`).
     #[command(hide = true)]
     Worker(crate::bench::workloads::WorkerArgs),
@@ -181,6 +189,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Bench(args)) => return crate::bench::run(args),
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::DiffKernel) => return cmd_diff_kernel(),
+        Some(Cmd::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            let name = cmd.get_name().to_string();
+            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+        }
+        Some(Cmd::Man) => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?,
     }
     Ok(ExitCode::SUCCESS)
 }

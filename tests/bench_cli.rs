@@ -164,3 +164,24 @@ fn the_workload_list_shows_keys_defaults_and_metrics() {
         assert!(text.contains(want), "{want}: {text}");
     }
 }
+
+#[test]
+fn completions_and_the_man_page_cover_the_subcommands() {
+    for args in [
+        &["completions", "bash"][..],
+        &["completions", "zsh"][..],
+        &["completions", "fish"][..],
+        &["man"][..],
+    ] {
+        let out = Command::new(bin()).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("bench"), "{args:?}: {text}");
+    }
+    let out = Command::new(bin()).args(["man"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH scx_eevdf_lab"));
+}
