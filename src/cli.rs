@@ -5,7 +5,7 @@ use crate::features::{self, FeatureSet, Mirror, Tunables};
 use crate::topology::online_cpus;
 use crate::{kernel, sched, stats};
 use anyhow::{Result, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// A sched_ext mirror of Linux's EEVDF whose features and tunables can be flipped while it runs.
@@ -76,7 +76,8 @@ pub struct DaemonArgs {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Print the running scheduler's features like /sys/kernel/debug/sched/features, or change
-    /// them live ("NO_DELAY_ZERO RUN_TO_PARITY ...": all or nothing).
+    /// them live ("NO_DELAY_ZERO RUN_TO_PARITY ...": all or nothing). Without arguments and
+    /// without a running lab, print the kernel's own line.
     #[command(after_long_help = features_help())]
     Features {
         /// Tokens in the kernel's syntax: NAME turns a feature on, NO_NAME off.
@@ -91,13 +92,22 @@ pub enum Cmd {
         #[arg(required = true, value_name = "NAME=VALUE")]
         assignments: Vec<String>,
     },
-    /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF.
+    /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF
+    /// (exit status 1 when they do). With only one side readable, show that side's features.
     DiffKernel,
     /// Print the running scheduler's stats (decision counters per interval, queues) until Ctrl-C.
     Monitor(MonitorArgs),
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
     #[command(after_help = crate::bench::ARMS_HELP)]
     Bench(crate::bench::BenchArgs),
+    /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
+    /// /etc/bash_completion.d/scx_eevdf_lab`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout (e.g. `scx_eevdf_lab man | man -l -`).
+    Man,
     /// One task of a bench workload in --processes mode (started by `bench`).
     #[command(hide = true)]
     Worker(crate::bench::workloads::WorkerArgs),
@@ -178,11 +188,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
         Some(Cmd::Bench(args)) => return crate::bench::run(args),
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
-        Some(Cmd::DiffKernel) => {
-            if !cmd_diff_kernel()? {
-                return Ok(ExitCode::from(1));
-            }
+        Some(Cmd::DiffKernel) => return cmd_diff_kernel(),
+        Some(Cmd::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            let name = cmd.get_name().to_string();
+            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
         }
+        Some(Cmd::Man) => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -223,11 +235,10 @@ fn start_knobs(args: &DaemonArgs) -> Result<(FeatureSet, Tunables)> {
 }
 
 fn cmd_features(tokens: &[String]) -> Result<()> {
-    let ctl = Control::open()?;
     if tokens.is_empty() {
-        println!("{}", ctl.read()?.features.to_line());
-        return Ok(());
+        return show_features();
     }
+    let ctl = Control::open()?;
     // Parse before taking the lock: bad input changes nothing.
     features::parse_tokens(tokens)?;
     let (before, after) = ctl.update(|k| {
@@ -241,6 +252,25 @@ fn cmd_features(tokens: &[String]) -> Result<()> {
         eprintln!("changed: {}", changed.join(" "));
     }
     Ok(())
+}
+
+/// The running lab's features line or, when the lab cannot be read, the kernel's with a note.
+fn show_features() -> Result<()> {
+    let lab_err = match Control::open().and_then(|c| c.read()) {
+        Ok(k) => {
+            println!("{}", k.features.to_line());
+            return Ok(());
+        }
+        Err(e) => e,
+    };
+    match kernel::read_features_line() {
+        Ok(line) => {
+            eprintln!("note: {lab_err:#}; these are the kernel's own features");
+            println!("{line}");
+            Ok(())
+        }
+        Err(e) => bail!("{lab_err:#}; and {e:#}"),
+    }
 }
 
 fn cmd_get(name: Option<&str>) -> Result<()> {
@@ -288,10 +318,27 @@ fn cmd_set(assignments: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Prints the differences; returns true when there are none.
-fn cmd_diff_kernel() -> Result<bool> {
-    let ours = Control::open()?.read()?;
-    let snap = kernel::KnobSnapshot::read()?;
+/// Prints the differences: exit status 0 when there are none, 1 when there are. When only one
+/// side is readable there is nothing to compare: it says so, shows that side's features line
+/// and exits 0; it fails only when neither side is readable.
+fn cmd_diff_kernel() -> Result<ExitCode> {
+    let (ours, snap) = match (
+        Control::open().and_then(|c| c.read()),
+        kernel::KnobSnapshot::read(),
+    ) {
+        (Ok(ours), Ok(snap)) => (ours, snap),
+        (Err(lab), Ok(snap)) => {
+            eprintln!("nothing to compare: {lab:#}");
+            println!("kernel: {}", snap.features);
+            return Ok(ExitCode::SUCCESS);
+        }
+        (Ok(ours), Err(k)) => {
+            eprintln!("nothing to compare: {k:#}");
+            println!("lab: {}", ours.features.to_line());
+            return Ok(ExitCode::SUCCESS);
+        }
+        (Err(lab), Err(k)) => bail!("nothing to compare: {lab:#}; and {k:#}"),
+    };
     let (theirs, unknown) = snap.feature_set();
     let mut same = true;
     diff_row("", "lab", "kernel");
@@ -315,8 +362,9 @@ fn cmd_diff_kernel() -> Result<bool> {
     }
     if same {
         println!("(no differences)");
+        return Ok(ExitCode::SUCCESS);
     }
-    Ok(same)
+    Ok(ExitCode::from(1))
 }
 
 /// One line of the diff-kernel table: the knob, the lab's value, the kernel's.

@@ -27,28 +27,56 @@ fn dir() -> PathBuf {
     PathBuf::from(std::env::var_os("LAB_DEBUGFS_SCHED").unwrap_or_else(|| DEBUGFS_SCHED.into()))
 }
 
+/// Where debugfs is mounted when it is.
+const DEBUGFS_ROOT: &str = "/sys/kernel/debug";
+
 /// Fails with a remedy when the kernel's sched debugfs is not reachable.
 pub fn require_debugfs() -> Result<PathBuf> {
     let d = dir();
-    if d.join("features").exists() {
+    let features = d.join("features");
+    if features.exists() {
         return Ok(d);
     }
-    if !Path::new("/sys/kernel/debug").exists() || is_empty_dir("/sys/kernel/debug") {
-        bail!(
-            "cannot read the kernel's EEVDF features: debugfs is not mounted \
-             (mount -t debugfs none /sys/kernel/debug)"
-        );
-    }
+    let custom = std::env::var_os("LAB_DEBUGFS_SCHED").is_some();
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let root_listing = fs::read_dir(DEBUGFS_ROOT).map(|_| ());
     bail!(
-        "cannot read the kernel's EEVDF features: {} is missing",
-        d.join("features").display()
+        "cannot read the kernel's EEVDF features: {}",
+        debugfs_problem(
+            &features,
+            custom,
+            &mounts,
+            root_listing.err().map(|e| e.kind())
+        )
     )
 }
 
-fn is_empty_dir(p: &str) -> bool {
-    fs::read_dir(p)
-        .map(|mut it| it.next().is_none())
-        .unwrap_or(true)
+/// Why `features` (under the sched debugfs folder) cannot be read: debugfs not mounted, or only
+/// root may enter it, or this kernel has no sched folder there. `custom` is true when the folder
+/// was given by LAB_DEBUGFS_SCHED (then it is just missing); `mounts` is /proc/self/mounts;
+/// `root_err` is the error of listing /sys/kernel/debug, if any.
+fn debugfs_problem(
+    features: &Path,
+    custom: bool,
+    mounts: &str,
+    root_err: Option<std::io::ErrorKind>,
+) -> String {
+    let missing = format!("{} is missing", features.display());
+    if custom {
+        return missing;
+    }
+    let mounted = mounts
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(DEBUGFS_ROOT));
+    if !mounted {
+        return format!(
+            "debugfs is not mounted on {DEBUGFS_ROOT} (as root: mount -t debugfs none {DEBUGFS_ROOT})"
+        );
+    }
+    if root_err == Some(std::io::ErrorKind::PermissionDenied) {
+        return format!("{DEBUGFS_ROOT} is readable by root only (try sudo)");
+    }
+    format!("{missing} (a kernel without CONFIG_SCHED_DEBUG has no sched folder in debugfs)")
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -78,12 +106,18 @@ pub struct KnobSnapshot {
     pub files: BTreeMap<String, String>,
 }
 
+/// The kernel's features line, verbatim (without the newline).
+pub fn read_features_line() -> Result<String> {
+    let d = require_debugfs()?;
+    Ok(read(&d.join("features"))?
+        .trim_end_matches('\n')
+        .to_string())
+}
+
 impl KnobSnapshot {
     pub fn read() -> Result<Self> {
         let d = require_debugfs()?;
-        let features = read(&d.join("features"))?
-            .trim_end_matches('\n')
-            .to_string();
+        let features = read_features_line()?;
         let mut files = BTreeMap::new();
         for name in SETTABLE {
             let p = d.join(name);
@@ -265,6 +299,19 @@ mod tests {
         assert_eq!(selected_choice("up smp (concur) max tasks \n"), "concur");
         assert_eq!(selected_choice("full (lazy) "), "lazy");
         assert_eq!(selected_choice("2100000\n"), "2100000");
+    }
+
+    #[test]
+    fn debugfs_problems_name_their_remedy() {
+        let f = Path::new("/sys/kernel/debug/sched/features");
+        let none = "proc /proc proc rw 0 0\n";
+        let dbg = "debugfs /sys/kernel/debug debugfs rw 0 0\n";
+        assert!(debugfs_problem(f, false, none, None).contains("not mounted"));
+        let denied = Some(std::io::ErrorKind::PermissionDenied);
+        assert!(debugfs_problem(f, false, dbg, denied).contains("sudo"));
+        assert!(debugfs_problem(f, false, dbg, None).contains("CONFIG_SCHED_DEBUG"));
+        let custom = debugfs_problem(Path::new("/tmp/x/features"), true, none, None);
+        assert_eq!(custom, "/tmp/x/features is missing");
     }
 
     /// A fake debugfs folder lets the guard's write/restore logic run on any host.

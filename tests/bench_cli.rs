@@ -99,3 +99,89 @@ fn bad_input_fails_before_anything_runs() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// Without a running lab (no sched_ext here, or no scheduler attached), `features` and
+/// `diff-kernel` still show the kernel's line, read from a fake debugfs folder.
+#[test]
+fn features_and_diff_kernel_work_without_the_lab() {
+    let dir = tempdir("debugfs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = "PLACE_LAG RUN_TO_PARITY NO_DELAY_ZERO";
+    std::fs::write(dir.join("features"), format!("{line} \n")).unwrap();
+    let run = |args: &[&str], debugfs: &std::path::Path| {
+        Command::new(bin())
+            .args(args)
+            .env("LAB_DEBUGFS_SCHED", debugfs)
+            .output()
+            .unwrap()
+    };
+
+    let out = run(&["features"], &dir);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), line);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("kernel's own features"), "{stderr}");
+
+    let out = run(&["diff-kernel"], &dir);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("nothing to compare"), "{stderr}");
+    assert_eq!(stdout.trim(), format!("kernel: {line}"));
+
+    // Neither side readable: a failure that names the missing file.
+    let gone = dir.join("nosuch");
+    for args in [&["features"][..], &["diff-kernel"][..]] {
+        let out = run(args, &gone);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains("nosuch/features is missing"), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_workload_list_shows_keys_defaults_and_metrics() {
+    let out = Command::new(bin())
+        .args(["bench", "--list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for want in [
+        "pingpong",
+        "pairs=1",
+        "handoffs_per_s",
+        "hackbench",
+        "mode=process",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+}
+
+#[test]
+fn completions_and_the_man_page_cover_the_subcommands() {
+    for args in [
+        &["completions", "bash"][..],
+        &["completions", "zsh"][..],
+        &["completions", "fish"][..],
+        &["man"][..],
+    ] {
+        let out = Command::new(bin()).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("bench"), "{args:?}: {text}");
+    }
+    let out = Command::new(bin()).args(["man"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH scx_eevdf_lab"));
+}

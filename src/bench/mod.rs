@@ -131,7 +131,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bootstrap: Option<usize>,
 
-    /// List the workloads and exit.
+    /// List the workloads with their parameters (key, default, meaning) and metrics, and exit.
     #[arg(long)]
     pub list: bool,
 
@@ -193,9 +193,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         });
     }
     if args.list {
-        for (n, d) in workloads::NAMES {
-            println!("{n:<16} {d}");
-        }
+        print!("{}", workloads::list()?);
         return Ok(ExitCode::SUCCESS);
     }
 

@@ -7,7 +7,7 @@
 //! kills the group on interrupt or at the run limit. Nothing here is required: a missing tool is
 //! a clear error for that workload only.
 
-use super::{Measurement, MetricDef, Params, RunConfig, Workload, metric};
+use super::{Key, Measurement, MetricDef, Params, RunConfig, Workload, key, metric};
 use crate::bench::counters::Counters;
 use crate::bench::stats::{Better, MeanKind};
 use anyhow::{Context, Result, bail};
@@ -60,11 +60,28 @@ fn is_executable(p: &Path) -> bool {
         .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
 }
 
+const STRESS_NG_PIPE_KEYS: &[Key] = &[
+    key("instances", "stress-ng's --pipe N: writer/reader pairs"),
+    key("size", "--pipe-data-size: bytes per write"),
+];
+
+const MESSAGING_KEYS: &[Key] = &[
+    key("groups", "groups of senders and receivers"),
+    key("loops", "messages each sender writes to each receiver"),
+    key("transport", "socket or pipe"),
+    key("mode", "process or thread"),
+];
+
+const PERF_PIPE_KEYS: &[Key] = &[
+    key("loops", "round trips"),
+    key("mode", "process or thread"),
+];
+
 impl External {
     pub fn new(name: &str, spec: &str, quick: bool) -> Result<Self> {
         let (name, tool): (&'static str, Tool) = match name {
             "stress-ng-pipe" => {
-                let p = Params::parse(spec, &["instances", "size"])?;
+                let p = Params::parse(spec, STRESS_NG_PIPE_KEYS)?;
                 let t = Tool::StressNgPipe {
                     instances: p.u64("instances", 1)?.max(1),
                     size: p.u64("size", 512)?,
@@ -72,7 +89,7 @@ impl External {
                 ("stress-ng-pipe", t)
             }
             "hackbench" | "perf-messaging" => {
-                let p = Params::parse(spec, &["groups", "loops", "transport", "mode"])?;
+                let p = Params::parse(spec, MESSAGING_KEYS)?;
                 let (g, l) = if quick { (2, 50) } else { (4, 100) };
                 let (groups, loops) = (p.u64("groups", g)?.max(1), p.u64("loops", l)?.max(1));
                 let pipes = transport(p.str("transport", "socket"))?;
@@ -100,7 +117,7 @@ impl External {
                 }
             }
             "perf-pipe" => {
-                let p = Params::parse(spec, &["loops", "mode"])?;
+                let p = Params::parse(spec, PERF_PIPE_KEYS)?;
                 let t = Tool::PerfPipe {
                     loops: p.u64("loops", if quick { 20_000 } else { 200_000 })?.max(1),
                     threads: mode(p.str("mode", "process"))?,
@@ -301,8 +318,46 @@ impl Workload for External {
         format!("external: {} {}", self.binary(), self.args_preview())
     }
 
+    fn keys(&self) -> &'static [Key] {
+        match self.tool {
+            Tool::StressNgPipe { .. } => STRESS_NG_PIPE_KEYS,
+            Tool::Hackbench { .. } | Tool::PerfMessaging { .. } => MESSAGING_KEYS,
+            Tool::PerfPipe { .. } => PERF_PIPE_KEYS,
+        }
+    }
+
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([("tool".into(), format!("{:?}", self.tool))])
+        let transport = |pipes: bool| if pipes { "pipe" } else { "socket" }.to_string();
+        let mode = |threads: bool| if threads { "thread" } else { "process" }.to_string();
+        let kv: Vec<(&str, String)> = match self.tool {
+            Tool::StressNgPipe { instances, size } => {
+                vec![
+                    ("instances", instances.to_string()),
+                    ("size", size.to_string()),
+                ]
+            }
+            Tool::Hackbench {
+                groups,
+                loops,
+                pipes,
+                threads,
+            }
+            | Tool::PerfMessaging {
+                groups,
+                loops,
+                pipes,
+                threads,
+            } => vec![
+                ("groups", groups.to_string()),
+                ("loops", loops.to_string()),
+                ("transport", transport(pipes)),
+                ("mode", mode(threads)),
+            ],
+            Tool::PerfPipe { loops, threads } => {
+                vec![("loops", loops.to_string()), ("mode", mode(threads))]
+            }
+        };
+        kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
     fn metrics(&self) -> Vec<MetricDef> {

@@ -8,8 +8,8 @@
 //! rate and how evenly it is shared (Jain's index). Threads only.
 
 use super::{
-    Ctl, Measurement, MetricDef, Params, RunConfig, Team, Workload, latency_histogram, metric,
-    mono_ns, pct_us, timed_window,
+    Ctl, Key, Measurement, MetricDef, Params, RunConfig, Team, Workload, key, latency_histogram,
+    metric, mono_ns, pct_us, timed_window,
 };
 use crate::bench::stats::{Better, MeanKind};
 use anyhow::{Result, bail};
@@ -28,13 +28,19 @@ pub struct HogProbe {
     hog_nice: i32,
 }
 
-const KEYS: &[&str] = &[
-    "hogs",
-    "probes",
-    "interval_us",
-    "work_us",
-    "slice_us",
-    "hog_nice",
+const KEYS: &[Key] = &[
+    key("hogs", "spinning threads per allowed CPU"),
+    key("probes", "periodic sleepers (default: one per allowed CPU)"),
+    key("interval_us", "a probe's period, µs (10..=1000000)"),
+    key(
+        "work_us",
+        "CPU time a probe burns after each wake, µs (below interval_us)",
+    ),
+    key(
+        "slice_us",
+        "the probes' requested slice, µs (0: the default; 100..=100000)",
+    ),
+    key("hog_nice", "the hogs' nice level (-20..=19)"),
 ];
 
 impl HogProbe {
@@ -212,6 +218,10 @@ impl Workload for HogProbe {
                 String::new()
             }
         )
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        KEYS
     }
 
     fn params(&self) -> BTreeMap<String, String> {

@@ -7,8 +7,8 @@
 //! loops runs first, untimed; the counters cover the timed pass only.
 
 use super::{
-    Ctl, Measurement, MetricDef, PHASE_MEASURE, PHASE_WARMUP, Params, RunConfig, Team, Workload,
-    futex_wait, metric, pipe, socketpair, wait_for, write_all,
+    Ctl, Key, Measurement, MetricDef, PHASE_MEASURE, PHASE_WARMUP, Params, RunConfig, Team,
+    Workload, futex_wait, key, metric, pipe, socketpair, wait_for, write_all,
 };
 use crate::bench::counters::{Counters, Snapshot};
 use crate::bench::stats::{Better, MeanKind};
@@ -27,7 +27,16 @@ pub struct Messaging {
     pipes: bool,
 }
 
-const KEYS: &[&str] = &["groups", "fds", "loops", "size", "transport"];
+const KEYS: &[Key] = &[
+    key("groups", "groups of senders and receivers"),
+    key("fds", "senders (and receivers) per group"),
+    key(
+        "loops",
+        "messages each sender writes to each receiver of its group",
+    ),
+    key("size", "message size, bytes (1..=4096)"),
+    key("transport", "socket (AF_UNIX stream) or pipe"),
+];
 
 impl Messaging {
     pub fn new(spec: &str, quick: bool) -> Result<Self> {
@@ -152,6 +161,10 @@ impl Workload for Messaging {
             self.size,
             if self.pipes { "pipes" } else { "sockets" }
         )
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        KEYS
     }
 
     fn params(&self) -> BTreeMap<String, String> {

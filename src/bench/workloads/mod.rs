@@ -26,7 +26,7 @@ pub mod window;
 pub mod worker;
 
 pub(crate) use crate::topology::allowed_cpus;
-pub(crate) use params::{Params, Pin};
+pub(crate) use params::{Key, Params, Pin, key};
 pub(crate) use sys::{
     futex_wait, futex_wake, gettid, maybe_pin, mono_ns, pin_to_cpu, pipe, read_exact, socketpair,
     wait_for, write_all,
@@ -106,7 +106,10 @@ pub trait Workload: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line for the report header: what it does and with which parameters.
     fn describe(&self) -> String;
-    /// The effective parameters (defaults included), for the JSON document.
+    /// The parameters its spec may set (`name:key=value`).
+    fn keys(&self) -> &'static [Key];
+    /// The effective parameters (defaults included), for the JSON document; with an empty spec,
+    /// the defaults that `bench --list` shows.
     fn params(&self) -> BTreeMap<String, String>;
     /// What each run reports; the first is the primary metric.
     fn metrics(&self) -> Vec<MetricDef>;
@@ -172,6 +175,53 @@ pub fn parse(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
     })
 }
 
+/// Where `bench --list` wraps its lists of metrics.
+const LIST_WIDTH: usize = 90;
+
+/// The text of `bench --list`: every workload with the metrics it reports and its parameters,
+/// each with its default (and its `--quick` default where that differs) and meaning. All of it
+/// comes from the workloads themselves, built from an empty spec.
+pub fn list() -> Result<String> {
+    use std::fmt::Write;
+    let mut s = String::from(
+        "Workloads, as NAME[:key=value...] (parameters shown as key=default). The first metric \
+         is the\nprimary one (progress lines, plots); the table and bench.json have them all.\n",
+    );
+    for (name, what) in NAMES {
+        let (full, quick) = (parse(name, false)?, parse(name, true)?);
+        let (dflt, qdflt) = (full.params(), quick.params());
+        writeln!(s, "\n{name:<16} {what}")?;
+        let metrics = full.metrics();
+        if let Some(m) = metrics.first() {
+            let better = match m.better {
+                Better::Higher => "higher",
+                Better::Lower => "lower",
+            };
+            writeln!(s, "  metric: {} ({}, {better} is better)", m.name, m.unit)?;
+        }
+        let mut line = String::from("  also:");
+        for m in metrics.iter().skip(1) {
+            if line.len() + m.name.len() > LIST_WIDTH {
+                writeln!(s, "{line}")?;
+                line = String::from("       ");
+            }
+            write!(line, " {}", m.name)?;
+        }
+        if metrics.len() > 1 {
+            writeln!(s, "{line}")?;
+        }
+        for k in full.keys() {
+            let d = dflt.get(k.name).map_or("-", String::as_str);
+            let q = match qdflt.get(k.name) {
+                Some(q) if Some(q) != dflt.get(k.name) => format!(" [--quick: {q}]"),
+                _ => String::new(),
+            };
+            writeln!(s, "  {:<22} {}{q}", format!("{}={d}", k.name), k.help)?;
+        }
+    }
+    Ok(s)
+}
+
 /// A latency histogram in nanoseconds (1 ns .. 100 s, 3 significant digits).
 pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(
@@ -205,6 +255,33 @@ pub(crate) mod testutil {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_list_shows_every_key_with_its_default() {
+        let text = list().unwrap();
+        for (name, _) in NAMES {
+            assert!(text.contains(&format!("\n{name} ")), "{name}: {text}");
+            let w = parse(name, false).unwrap();
+            // The defaults that params() reports are exactly keys that a spec may set.
+            for k in w.params().keys() {
+                assert!(w.keys().iter().any(|x| x.name == k), "{name}: {k}");
+            }
+            for k in w.keys() {
+                assert!(Params::parse(&format!("{}=1", k.name), w.keys()).is_ok());
+                assert!(
+                    text.contains(&format!("  {}=", k.name)),
+                    "{name}: {}",
+                    k.name
+                );
+            }
+        }
+        assert!(text.contains("pairs=1 "), "{text}");
+        assert!(text.contains("metric: handoffs_per_s (hand-offs/s, higher is better)"));
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        assert!(text.contains("groups=4 "), "{text}");
+        assert!(text.contains("[--quick: 2]"), "{text}");
+        assert!(text.contains("cpu=- "), "{text}");
+    }
 
     #[test]
     fn unknown_workloads_are_refused_with_the_list() {

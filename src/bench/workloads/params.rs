@@ -9,6 +9,18 @@ use super::allowed_cpus;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 
+/// A parameter a workload takes: its key and what it means. Its default is whatever the
+/// workload's constructor picks for a spec without it, read back through [`super::Workload::params`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+pub const fn key(name: &'static str, help: &'static str) -> Key {
+    Key { name, help }
+}
+
 /// Key/value parameters of a workload spec.
 #[derive(Debug, Default)]
 pub struct Params {
@@ -16,16 +28,16 @@ pub struct Params {
 }
 
 impl Params {
-    pub fn parse(spec: &str, allowed: &[&str]) -> Result<Params> {
+    pub fn parse(spec: &str, allowed: &[Key]) -> Result<Params> {
         let mut kv = BTreeMap::new();
         for item in spec.split(':').filter(|s| !s.is_empty()) {
             let Some((k, v)) = item.split_once('=') else {
                 bail!("expected KEY=VALUE in the workload parameters, got {item:?}");
             };
-            if !allowed.contains(&k) {
+            if !allowed.iter().any(|a| a.name == k) {
                 bail!(
                     "unknown parameter {k:?}; this workload takes: {}",
-                    allowed.join(" ")
+                    allowed.iter().map(|a| a.name).collect::<Vec<_>>().join(" ")
                 );
             }
             kv.insert(k.to_string(), v.to_string());
@@ -108,14 +120,15 @@ mod tests {
 
     #[test]
     fn params_are_checked_against_the_workloads_keys() {
-        let p = Params::parse("pairs=2:pin=same-cpu", &["pairs", "pin"]).unwrap();
+        let keys = [key("pairs", ""), key("pin", "")];
+        let p = Params::parse("pairs=2:pin=same-cpu", &keys).unwrap();
         assert_eq!(p.u64("pairs", 1).unwrap(), 2);
         assert_eq!(p.str("pin", "none"), "same-cpu");
         assert_eq!(p.u64("other", 7).unwrap(), 7);
-        let e = Params::parse("bogus=1", &["pairs"])
+        let e = Params::parse("bogus=1", &keys[..1])
             .unwrap_err()
             .to_string();
         assert!(e.contains("bogus") && e.contains("pairs"), "{e}");
-        assert!(Params::parse("pairs", &["pairs"]).is_err());
+        assert!(Params::parse("pairs", &keys).is_err());
     }
 }

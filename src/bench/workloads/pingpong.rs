@@ -5,8 +5,8 @@
 //! per task per round trip and almost no involuntary ones; deviations flag a behaviour change.
 
 use super::{
-    Measurement, MetricDef, Params, Pin, RunConfig, Team, Workload, maybe_pin, metric, pipe,
-    read_exact, timed_window, write_all,
+    Key, Measurement, MetricDef, Params, Pin, RunConfig, Team, Workload, key, maybe_pin, metric,
+    pipe, read_exact, timed_window, write_all,
 };
 use crate::bench::counters::Counters;
 use crate::bench::stats::{Better, MeanKind};
@@ -21,7 +21,17 @@ pub struct PingPong {
     size: usize,
 }
 
-const KEYS: &[&str] = &["pairs", "pin", "size"];
+const KEYS: &[Key] = &[
+    key(
+        "pairs",
+        "pairs of tasks, each with its own two pipes (1..=512)",
+    ),
+    key(
+        "pin",
+        "where the two ends of a pair run: none, same-cpu or cross-cpu",
+    ),
+    key("size", "message size, bytes (1..=4096)"),
+];
 
 impl PingPong {
     pub fn new(spec: &str) -> Result<Self> {
@@ -71,6 +81,10 @@ impl Workload for PingPong {
             self.size,
             self.pin.name()
         )
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        KEYS
     }
 
     fn params(&self) -> BTreeMap<String, String> {

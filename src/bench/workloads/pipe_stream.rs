@@ -6,8 +6,8 @@
 //! immediate preemption: slice protection lets the writer fill the pipe.
 
 use super::{
-    Measurement, MetricDef, Params, Pin, RunConfig, Team, Workload, maybe_pin, metric, pipe,
-    timed_window, write_all,
+    Key, Measurement, MetricDef, Params, Pin, RunConfig, Team, Workload, key, maybe_pin, metric,
+    pipe, timed_window, write_all,
 };
 use crate::bench::stats::{Better, MeanKind};
 use anyhow::{Result, bail};
@@ -21,7 +21,14 @@ pub struct PipeStream {
     pin: Pin,
 }
 
-const KEYS: &[&str] = &["instances", "size", "pin"];
+const KEYS: &[Key] = &[
+    key("instances", "writer/reader pairs (1..=512)"),
+    key("size", "bytes per write (1..=4096)"),
+    key(
+        "pin",
+        "where the writer and reader run: none, same-cpu or cross-cpu",
+    ),
+];
 
 impl PipeStream {
     pub fn new(spec: &str) -> Result<Self> {
@@ -77,6 +84,10 @@ impl Workload for PipeStream {
             self.size,
             self.pin.name()
         )
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        KEYS
     }
 
     fn params(&self) -> BTreeMap<String, String> {

@@ -10,7 +10,7 @@
 //! Threads only.
 
 use super::{
-    Measurement, MetricDef, Params, RunConfig, Team, Workload, futex_wait, futex_wake,
+    Key, Measurement, MetricDef, Params, RunConfig, Team, Workload, futex_wait, futex_wake, key,
     latency_histogram, metric, mono_ns, pct_us, timed_window,
 };
 use crate::bench::stats::{Better, MeanKind};
@@ -31,13 +31,16 @@ pub struct Schlat {
     lock: bool,
 }
 
-const KEYS: &[&str] = &[
-    "messengers",
-    "workers",
-    "sleep_us",
-    "ops",
-    "footprint_kb",
-    "lock",
+const KEYS: &[Key] = &[
+    key("messengers", "message threads, each with its own workers"),
+    key(
+        "workers",
+        "worker threads per messenger (default: one per allowed CPU)",
+    ),
+    key("sleep_us", "a request's sleep before its work, µs"),
+    key("ops", "matrix multiplications per request"),
+    key("footprint_kb", "each worker's matrices, KiB (1..=65536)"),
+    key("lock", "1: hold the CPU's lock during the work; 0: do not"),
 ];
 
 impl Schlat {
@@ -187,6 +190,10 @@ impl Workload for Schlat {
                 ""
             }
         )
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        KEYS
     }
 
     fn params(&self) -> BTreeMap<String, String> {

@@ -4,8 +4,8 @@
 //! how waking tasks are placed among the hogs (lag handling). Threads only.
 
 use super::{
-    Measurement, MetricDef, Params, RunConfig, Team, Workload, hog_probe, latency_histogram,
-    metric, pct_us, pin_to_cpu, timed_window,
+    Key, Measurement, MetricDef, Params, RunConfig, Team, Workload, hog_probe, key,
+    latency_histogram, metric, pct_us, pin_to_cpu, timed_window,
 };
 use crate::bench::stats::{Better, MeanKind};
 use anyhow::{Context, Result, bail};
@@ -32,7 +32,18 @@ pub struct Weights {
     interval_us: u64,
 }
 
-const KEYS: &[&str] = &["nice", "cpu", "sleeper", "interval_us"];
+const KEYS: &[Key] = &[
+    key(
+        "nice",
+        "one hog per nice level, '/'-separated (2 to 64 levels in -20..=19)",
+    ),
+    key("cpu", "the CPU they share (default: the last allowed CPU)"),
+    key(
+        "sleeper",
+        "1: add a periodic sleeper on that CPU; 0: hogs only",
+    ),
+    key("interval_us", "the sleeper's period, µs (10..=1000000)"),
+];
 
 impl Weights {
     pub fn new(spec: &str) -> Result<Self> {
@@ -101,6 +112,10 @@ impl Workload for Weights {
                 String::new()
             }
         )
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        KEYS
     }
 
     fn params(&self) -> BTreeMap<String, String> {
