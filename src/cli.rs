@@ -93,7 +93,8 @@ pub enum Cmd {
         assignments: Vec<String>,
     },
     /// Show where the running scheduler's features and tunables differ from the kernel's EEVDF
-    /// (exit status 1 when they do). With only one side readable, show that side's features.
+    /// (exit status 1 when they do). With only one side readable, show that side's features
+    /// (exit status 2: nothing compared).
     DiffKernel,
     /// Print the running scheduler's stats (decision counters per interval, queues) until Ctrl-C.
     Monitor(MonitorArgs),
@@ -320,7 +321,10 @@ fn cmd_set(assignments: &[String]) -> Result<()> {
 
 /// Prints the differences: exit status 0 when there are none, 1 when there are. When only one
 /// side is readable there is nothing to compare: it says so, shows that side's features line
-/// and exits 0; it fails only when neither side is readable.
+/// and exits 2 (neither "same" nor "different"); neither side readable is an error.
+/// diff-kernel's exit status when only one side could be read.
+const NOTHING_COMPARED: u8 = 2;
+
 fn cmd_diff_kernel() -> Result<ExitCode> {
     let (ours, snap) = match (
         Control::open().and_then(|c| c.read()),
@@ -330,12 +334,12 @@ fn cmd_diff_kernel() -> Result<ExitCode> {
         (Err(lab), Ok(snap)) => {
             eprintln!("nothing to compare: {lab:#}");
             println!("kernel: {}", snap.features);
-            return Ok(ExitCode::SUCCESS);
+            return Ok(ExitCode::from(NOTHING_COMPARED));
         }
         (Ok(ours), Err(k)) => {
             eprintln!("nothing to compare: {k:#}");
             println!("lab: {}", ours.features.to_line());
-            return Ok(ExitCode::SUCCESS);
+            return Ok(ExitCode::from(NOTHING_COMPARED));
         }
         (Err(lab), Err(k)) => bail!("nothing to compare: {lab:#}; and {k:#}"),
     };

@@ -131,7 +131,7 @@ fn features_and_diff_kernel_work_without_the_lab() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    assert!(out.status.success(), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "nothing compared: {stderr}");
     assert!(stderr.contains("nothing to compare"), "{stderr}");
     assert_eq!(stdout.trim(), format!("kernel: {line}"));
 
