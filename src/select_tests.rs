@@ -251,8 +251,8 @@ fn sis_util_budget_limits_the_scan() {
     let b = unsafe { host_idle_scan_budget(4, 8, true) };
     assert_eq!(scan(&llc, 0, b, false), (4, false));
     // CPUs outside the task's affinity are not in the scanned mask and cost nothing.
-    for i in 1..4 {
-        llc[i].allowed = 0;
+    for c in &mut llc[1..4] {
+        c.allowed = 0;
     }
     let b = unsafe { host_idle_scan_budget(1, 8, true) };
     assert_eq!(scan(&llc, 0, b, false), (4, false));
@@ -554,7 +554,7 @@ fn can_migrate_task_refusals_in_kernel_order() {
 
 #[test]
 fn find_busiest_most_runnable_with_one_waiting() {
-    let mut cpus = vec![
+    let mut cpus = [
         cpu(0, 0, 0, &[]),
         cpu(1, 0, 1, &[NICE_0_W]),
         cpu(2, 0, 2, &[NICE_0_W, NICE_0_W]),
