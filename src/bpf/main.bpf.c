@@ -484,7 +484,8 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	}
 	now = scx_bpf_now();
 	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);	/* runnable until now */
-	lab_dequeue_entity(tc->slot, flags, now);
+	/* The task leaving the CPU it runs on was charged by ops.stopping just before. */
+	lab_dequeue_entity(tc->slot, flags, p == bpf_get_current_task_btf(), now);
 }
 
 /* ops.tick: task_tick_fair(): update_curr() and its reschedule, then the SIS_UTIL budget and

@@ -375,16 +375,17 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 
 /*
  * dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost, after
- * update_curr() of the queue's running entity (which, for a sleeper, ops.stopping already did).
+ * update_curr() of the queue's running entity. @charged: the caller knows that entity was just
+ * charged (a sleeper: ops.stopping accounted it), so the remote read is skipped.
  */
-__noinline int lab_dequeue_entity(u32 n, u32 flags, u64 now)
+__noinline int lab_dequeue_entity(u32 n, u32 flags, u32 charged, u64 now)
 {
 	const struct lab_params *params = params_get();
 	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total;
+	u64 *st = stats_row(), total = 0;
 	struct lab_rq *rq;
 	struct lab_se *se;
-	s32 cpu, pid;
+	s32 cpu, pid = 0;
 
 	if (!pool)
 		return 0;
@@ -392,10 +393,12 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 now)
 	cpu = se->cpu;
 	if (cpu < 0 || !(rq = rq_get(cpu)))
 		return 0;
-	pid = curr_exec_now(cpu, &total);
+	if (!charged)
+		pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
-	account_curr(&rq->cfs, pool, total, pid, params, st);
+	if (!charged)
+		account_curr(&rq->cfs, pool, total, pid, params, st);
 	if (se->on_rq && se->cpu == cpu) {
 		se->running = 0;
 		se->custody = 0;
