@@ -186,26 +186,21 @@ fn tv_ns(tv: &libc::timeval) -> u64 {
     (tv.tv_sec.max(0) as u64) * 1_000_000_000 + (tv.tv_usec.max(0) as u64) * 1000
 }
 
-/// CPU time (user + system, ns) a process has used so far, from `/proc/<pid>/stat`: charged
-/// against an arm whose scheduler has a userspace part.
+/// CPU time (ns) a process's threads have used so far, summed over `/proc/<pid>/task/*/schedstat`
+/// (exact, unlike the tick-sampled utime and stime of `/proc/<pid>/stat`): charged against an arm
+/// whose scheduler has a userspace part. Threads that exited are no longer counted.
 pub fn process_cpu_ns(pid: i32) -> Option<u64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_cpu_ticks(&text).map(|t| t * 1_000_000_000 / clock_ticks())
-}
-
-/// utime + stime (fields 14 and 15) in clock ticks; the command name may contain spaces and
-/// parentheses, so fields are counted after its last ')'.
-pub fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): utime is field 14 → index 11.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as u64 } else { 100 }
+    let mut total = None;
+    for entry in fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let ns = fs::read_to_string(entry.path().join("schedstat"))
+            .ok()
+            .and_then(|t| parse_schedstat(&t))
+            .map(|(exec_ns, _, _)| exec_ns);
+        if let Some(ns) = ns {
+            total = Some(total.unwrap_or(0) + ns);
+        }
+    }
+    total
 }
 
 #[cfg(test)]
@@ -226,16 +221,33 @@ mod tests {
     }
 
     #[test]
-    fn parses_proc_stat_psi_and_pid_stat() {
+    fn parses_proc_stat_and_psi() {
         assert_eq!(
             parse_proc_stat_ctxt("cpu 1 2\nctxt 987\nbtime 5\n"),
             Some(987)
         );
         let psi = "some avg10=0.00 avg60=0.10 avg300=0.00 total=4242\nfull avg10=0 total=1\n";
         assert_eq!(parse_psi_some_total(psi), Some(4242));
-        // Field 2 with spaces and a ')' inside; utime=7 stime=5.
-        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0";
-        assert_eq!(parse_stat_cpu_ticks(stat), Some(12));
+    }
+
+    #[test]
+    fn process_cpu_sums_this_process_threads() {
+        let me = std::process::id() as i32;
+        let before = process_cpu_ns(me).expect("own schedstat readable");
+        let spin = std::thread::spawn(|| {
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_millis(30) {
+                std::hint::black_box(0u64);
+            }
+        });
+        spin.join().unwrap();
+        // The spinner exited, so only the main thread's share is certain to remain: grow it.
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(20) {
+            std::hint::black_box(0u64);
+        }
+        assert!(process_cpu_ns(me).unwrap() > before);
+        assert_eq!(process_cpu_ns(-1), None);
     }
 
     #[test]
