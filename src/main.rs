@@ -9,6 +9,7 @@ mod control;
 mod eevdf;
 #[cfg(test)]
 mod eevdf_tests;
+mod events;
 mod features;
 mod kernel;
 mod preflight;

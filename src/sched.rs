@@ -3,10 +3,12 @@
 
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{self, Knobs};
+use crate::events::Event;
 use crate::eevdf::ffi;
 use crate::features::{FeatureSet, Tunables};
 use crate::stats::{self, Metrics};
 use anyhow::{Context, Result, bail};
+use crossbeam::channel::Receiver;
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
@@ -97,6 +99,8 @@ pub struct Scheduler<'a> {
     nr_cpus: usize,
     /// Keeps the kernel's BPF run-time statistics on while open (--bpf-stats).
     bpf_stats: Option<std::os::fd::OwnedFd>,
+    /// The scheduler's events (knobs writes, exit), which wake the run loop.
+    events: crate::events::Listener,
 }
 
 impl<'a> Scheduler<'a> {
@@ -145,6 +149,7 @@ impl<'a> Scheduler<'a> {
         // The knobs are in place before the first callback runs, and reachable by the CLI.
         control::write_map(&skel.maps.lab_knobs, &knobs)?;
         control::pin(&skel.maps.lab_knobs)?;
+        let events = crate::events::Listener::start(&skel.maps.lab_events)?;
 
         let struct_ops = match scx_ops_attach!(skel, lab_ops) {
             Ok(link) => Some(link),
@@ -184,6 +189,7 @@ impl<'a> Scheduler<'a> {
             attached_at: Instant::now(),
             nr_cpus,
             bpf_stats,
+            events,
         })
     }
 
@@ -256,14 +262,31 @@ impl<'a> Scheduler<'a> {
         self.knobs = now;
     }
 
-    /// Runs until `shutdown` is set or the kernel ejects the scheduler; then detaches.
-    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
+    /// Runs until `shutdown` is set or the kernel ejects the scheduler; then detaches. Sleeps
+    /// until a stats request, a scheduler event (a knobs write, the exit) or `wake` (sent with
+    /// `shutdown`) arrives: an idle daemon takes no CPU.
+    pub fn run(&mut self, shutdown: &AtomicBool, wake: &Receiver<()>) -> Result<UserExitInfo> {
         let (res_ch, req_ch) = self.stats_server.channels();
+        let mut req_ch = req_ch.clone();
+        let mut events = self.events.receiver().clone();
+        // Without the events (the listener failed), the exit is noticed by polling.
+        let mut poll = None;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            match req_ch.recv_timeout(Duration::from_millis(100)) {
-                Ok(()) => res_ch.send(self.metrics())?,
-                Err(crossbeam::channel::RecvTimeoutError::Timeout) => {}
-                Err(e) => warn!("stats channel: {e}"),
+            crossbeam::select! {
+                recv(req_ch) -> r => match r {
+                    Ok(()) => res_ch.send(self.metrics())?,
+                    Err(e) => {
+                        warn!("stats channel: {e}");
+                        req_ch = crossbeam::channel::never();
+                    }
+                },
+                recv(events) -> ev => if matches!(ev, Ok(Event::Lost) | Err(_)) {
+                    warn!("no scheduler events: checking for its exit every second");
+                    events = crossbeam::channel::never();
+                    poll = Some(Duration::from_secs(1));
+                },
+                recv(wake) -> _ => {},
+                default(poll.unwrap_or(Duration::MAX)) => {},
             }
             self.log_knob_changes();
         }
@@ -356,9 +379,13 @@ pub fn run(opts: &RunOpts) -> Result<()> {
     crate::sysfs::require_no_scheduler()?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
+    let (wake_tx, wake_rx) = crossbeam::channel::bounded(1);
     let s = shutdown.clone();
-    ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
-        .context("cannot install the SIGINT/SIGTERM handler")?;
+    ctrlc::set_handler(move || {
+        s.store(true, Ordering::Relaxed);
+        let _ = wake_tx.try_send(());
+    })
+    .context("cannot install the SIGINT/SIGTERM handler")?;
     if let Some(secs) = opts.stats_interval {
         let s = shutdown.clone();
         std::thread::spawn(move || {
@@ -378,7 +405,7 @@ pub fn run(opts: &RunOpts) -> Result<()> {
     let mut open_object = MaybeUninit::uninit();
     loop {
         let mut sched = Scheduler::init(opts, knobs, &mut open_object)?;
-        let uei = sched.run(&shutdown)?;
+        let uei = sched.run(&shutdown, &wake_rx)?;
         // A restart keeps the live changes made so far.
         knobs = sched.knobs();
         drop(sched);

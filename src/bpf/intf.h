@@ -177,6 +177,21 @@ struct lab_knobs {
 	u64 tunable_scaling;	/* sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear */
 };
 
+/*
+ * What the scheduler tells the daemon through the lab_events ring buffer. The daemon sleeps until
+ * one arrives (or a stats request, or a signal): it has nothing to do otherwise.
+ */
+enum lab_event_kind {
+	LAB_EV_KNOBS = 1,	/* a CPU saw a new knobs seq: log the change */
+	LAB_EV_EXIT = 2,	/* ops.exit ran: the scheduler is leaving */
+};
+
+struct lab_event {
+	u32 kind;		/* enum lab_event_kind */
+	u32 pad;
+	u64 seq;		/* LAB_EV_KNOBS: the seq seen */
+};
+
 /* The CPU topology the scheduler is loaded with (src/sched.rs fills it in). */
 struct lab_topo {
 	u32 nr_cpus;			/* possible CPUs */

@@ -87,6 +87,15 @@ struct {
 	__type(value, struct lab_pool);
 } lab_pool_map SEC(".maps");
 
+/* Events for the daemon (struct lab_event), which sleeps until one arrives. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} lab_events SEC(".maps");
+
+/* The highest knobs seq announced to the daemon (one event per write, whichever CPU sees it). */
+u64 knob_seq_announced;
+
 /* Per task: its slot and what the last select_cpu learnt about its wakeup. */
 struct task_ctx {
 	u32 slot;
@@ -197,12 +206,23 @@ static __always_inline void stat_inc(u32 idx)
 		st[idx]++;
 }
 
-/* The knobs as this CPU last saw them; copied under the knobs' lock when a writer moved seq. */
+/* Tell the daemon something (a global subprogram: verified once, whatever its call sites). */
+__noinline int lab_announce(u32 kind, u64 seq)
+{
+	struct lab_event ev = { .kind = kind, .seq = seq };
+
+	bpf_ringbuf_output(&lab_events, &ev, sizeof(ev), 0);
+	return 0;
+}
+
+/* The knobs as this CPU last saw them; copied under the knobs' lock when a writer moved seq. The
+ * first CPU to see a new seq announces it, so that the daemon wakes to log the change. */
 static __always_inline const struct lab_params *params_get(void)
 {
 	u32 c = bpf_get_smp_processor_id(), zero = 0;
 	struct lab_knobs *k;
 	struct lab_cpu *pc;
+	u64 seq, seen;
 
 	if (c >= LAB_MAX_CPUS)
 		c = 0;
@@ -210,13 +230,16 @@ static __always_inline const struct lab_params *params_get(void)
 	k = bpf_map_lookup_elem(&lab_knobs, &zero);
 	if (k && READ_ONCE(k->seq) != pc->knob_seq) {
 		bpf_spin_lock(&k->lock);
-		pc->knob_seq = k->seq;
+		pc->knob_seq = seq = k->seq;
 		pc->params.features = k->features;
 		pc->params.base_slice = k->base_slice_ns;
 		pc->params.normalized_slice = k->normalized_slice_ns;
 		pc->params.migration_cost = k->migration_cost_ns;
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
+		seen = READ_ONCE(knob_seq_announced);
+		if (seq > seen && __sync_bool_compare_and_swap(&knob_seq_announced, seen, seq))
+			lab_announce(LAB_EV_KNOBS, seq);
 	}
 	pc->params.measure_scan = measure_scan;
 	return &pc->params;
@@ -645,6 +668,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 void BPF_STRUCT_OPS(lab_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);
+	lab_announce(LAB_EV_EXIT, 0);
 }
 
 /* Run by user space (BPF_PROG_TEST_RUN) twice, some time apart, to measure HZ. */

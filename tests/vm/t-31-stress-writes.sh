@@ -151,7 +151,7 @@ tunable_writer 5 base_slice_ns 1000000 100000
 tunable_writer 6 migration_cost_ns 100000 1000
 # Wait for the six writers (not for the stress loop).
 wait $WP
-sleep 0.3 # the daemon logs changes every 100 ms
+sleep 0.3 # the daemon logs a change when the first CPU sees it (an event wakes it)
 seq1=$(knob_seq)
 writes=$(cat /tmp/w?.rc | grep -c '^0$')
 others=$(cat /tmp/w?.rc | grep -vc '^0$')
