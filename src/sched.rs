@@ -3,8 +3,8 @@
 
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{self, Knobs};
-use crate::events::Event;
 use crate::eevdf::ffi;
+use crate::events::Event;
 use crate::features::{FeatureSet, Tunables};
 use crate::stats::{self, Metrics};
 use anyhow::{Context, Result, bail};
