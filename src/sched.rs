@@ -121,6 +121,7 @@ impl<'a> Scheduler<'a> {
         skel.struct_ops.lab_ops_mut().exit_dump_len = opts.exit_dump_len;
         let topo = crate::topology::Topo::detect().context("cannot read the CPU topology")?;
         crate::topology::fill_topo!(skel.maps.rodata_data.as_mut().unwrap().topo, &topo);
+        skel.maps.rodata_data.as_mut().unwrap().measure_scan = opts.measure_scan as u64;
         info!(
             "topology: {} CPUs in {} LLC{}",
             topo.nr_cpus,
@@ -132,7 +133,8 @@ impl<'a> Scheduler<'a> {
 
         if log::log_enabled!(log::Level::Debug) {
             for prog in skel.object().progs() {
-                if let Some(n) = prog_info(prog.as_fd()).map(|i| i.verified_insns) {
+                if let Some(n) = crate::bpfstats::prog_info(prog.as_fd()).map(|i| i.verified_insns)
+                {
                     log::debug!(
                         "{}: {n} instructions verified",
                         prog.name().to_string_lossy()
@@ -172,11 +174,8 @@ impl<'a> Scheduler<'a> {
             .launch()
             .context("cannot start the stats server")?;
         let nr_cpus = libbpf_rs::num_possible_cpus()?.min(ffi::lab_consts_LAB_MAX_CPUS as usize);
-        if opts.measure_scan {
-            skel.maps.bss_data.as_mut().unwrap().measure_scan = 1;
-        }
         let bpf_stats = if opts.bpf_stats {
-            Some(enable_bpf_stats()?)
+            Some(crate::bpfstats::enable()?)
         } else {
             None
         };
@@ -223,7 +222,7 @@ impl<'a> Scheduler<'a> {
         if self.bpf_stats.is_some() {
             for prog in self.skel.object().progs() {
                 if let Some((calls, ns)) =
-                    prog_info(prog.as_fd()).map(|i| (i.run_cnt, i.run_time_ns))
+                    crate::bpfstats::prog_info(prog.as_fd()).map(|i| (i.run_cnt, i.run_time_ns))
                 {
                     let name = prog.name().to_string_lossy().to_string();
                     callbacks.insert(name, stats::CallbackCost { calls, ns });
@@ -312,39 +311,6 @@ impl Drop for Scheduler<'_> {
         self.struct_ops.take();
         control::unpin();
     }
-}
-
-/// Turns on the kernel's BPF run-time statistics for as long as the returned fd is open.
-fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: a plain syscall wrapper; a non-negative result is an fd we now own.
-    let fd = unsafe {
-        libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
-    };
-    if fd < 0 {
-        bail!(
-            "cannot enable BPF run-time statistics: {}",
-            std::io::Error::from_raw_os_error(-fd)
-        );
-    }
-    // SAFETY: see above.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
-}
-
-/// The kernel's bpf_prog_info of a loaded program (run_cnt, run_time_ns, verified_insns...).
-fn prog_info(fd: std::os::fd::BorrowedFd) -> Option<libbpf_rs::libbpf_sys::bpf_prog_info> {
-    use std::os::fd::AsRawFd;
-    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of_val(&info) as u32;
-    // SAFETY: info is a zeroed bpf_prog_info of the size we pass.
-    let ret = unsafe {
-        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-            fd.as_raw_fd(),
-            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
-            &mut len,
-        )
-    };
-    (ret == 0).then_some(info)
 }
 
 /// The kernel's HZ: jiffies counted over 200 ms of monotonic time, rounded to the nearest
