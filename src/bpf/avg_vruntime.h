@@ -39,13 +39,17 @@ LAB_INLINE u64 avg_vruntime_weight(const struct lab_cfs *cfs, u32 w)
 
 #define INT64_MAX_LAB 0x7fffffffffffffffLL
 
-/* s64 multiply; returns true on overflow (then *res is not meaningful). */
+/*
+ * s64 multiply; returns true on overflow (then *res is not meaningful). Two factors below 2^31
+ * in magnitude cannot overflow, which is every product of a key and a weight in practice; the
+ * division decides the rest exactly.
+ */
 LAB_INLINE bool lab_mul_overflows(s64 a, s64 b, s64 *res)
 {
 	u64 ua = a < 0 ? -(u64)a : (u64)a;
 	u64 ub = b < 0 ? -(u64)b : (u64)b;
 
-	if (ua && ub > (u64)INT64_MAX_LAB / ua)
+	if (((ua | ub) >> 31) && ua && ub > (u64)INT64_MAX_LAB / ua)
 		return true;
 	*res = a * b;
 	return false;
