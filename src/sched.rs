@@ -7,7 +7,7 @@ use crate::eevdf::ffi;
 use crate::events::Event;
 use crate::features::{FeatureSet, Tunables};
 use crate::stats::{self, Metrics};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use crossbeam::channel::Receiver;
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
@@ -37,55 +37,56 @@ pub struct RunOpts {
     pub bpf_stats: bool,
 }
 
-/// The entity pool, mapped read-only (the stats read the running entities' vruntime from it).
+/// The entity pool, read where the BPF arena that holds it is mapped in this process (libbpf maps
+/// it at its map_extra address, LAB_ARENA_BASE).
 struct PoolView {
-    ptr: *const ffi::lab_pool,
-    len: usize,
+    base: *const ffi::lab_se,
 }
 
 impl PoolView {
-    fn map(map: &libbpf_rs::MapMut) -> Result<Self> {
-        use std::os::fd::AsRawFd;
-        let len = std::mem::size_of::<ffi::lab_pool>();
-        let fd = map.as_fd().as_raw_fd();
-        // SAFETY: a read-only shared mapping of an mmapable BPF array of exactly this size.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            bail!(
-                "cannot map the entity pool: {}",
-                std::io::Error::last_os_error()
-            );
+    fn new() -> Self {
+        PoolView {
+            base: ffi::LAB_ARENA_BASE as usize as *const ffi::lab_se,
         }
-        Ok(PoolView {
-            ptr: ptr.cast(),
-            len,
-        })
     }
 
+    /// The entity in `slot`, which must be below the pool's active size (its pages exist).
     fn se(&self, slot: u32) -> ffi::lab_se {
-        // SAFETY: the mapping holds LAB_NR_SLOTS entities; read with a volatile copy because
-        // the BPF side writes concurrently (a torn read only makes one sample imprecise).
-        unsafe {
-            let base = std::ptr::addr_of!((*self.ptr).se).cast::<ffi::lab_se>();
-            std::ptr::read_volatile(base.add((slot & (ffi::lab_consts_LAB_NR_SLOTS - 1)) as usize))
-        }
+        // SAFETY: the arena is mapped for the scheduler's lifetime and holds `slot` (the caller
+        // takes slots from the queues, which only link claimed slots); read with a volatile
+        // copy because the BPF side writes concurrently (a torn read only makes one sample
+        // imprecise).
+        unsafe { std::ptr::read_volatile(self.base.add(slot as usize)) }
     }
 }
 
-impl Drop for PoolView {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what map() mapped.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-    }
+/// How many task slots the pool starts with and may grow to: twice what the kernel allows (the
+/// lower of pid_max and threads-max; every task has a pid and counts against threads-max), and
+/// twice the tasks there are now, as powers of two, so that a slot is found in a few probes.
+fn pool_sizes() -> (u32, u32) {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let max = ffi::lab_consts_LAB_MAX_SLOTS as u64;
+    let limit = read("/proc/sys/kernel/pid_max")
+        .unwrap_or(max)
+        .min(read("/proc/sys/kernel/threads-max").unwrap_or(max));
+    let tasks = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(3)?
+                .split('/')
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    let pow2 = |n: u64| n.max(4096).next_power_of_two().min(max) as u32;
+    let cap = pow2(2 * limit);
+    (pow2(2 * tasks + 1024).min(cap), cap)
 }
 
 pub struct Scheduler<'a> {
@@ -122,6 +123,15 @@ impl<'a> Scheduler<'a> {
         let topo = crate::topology::Topo::detect().context("cannot read the CPU topology")?;
         crate::topology::fill_topo!(skel.maps.rodata_data.as_mut().unwrap().topo, &topo);
         skel.maps.rodata_data.as_mut().unwrap().measure_scan = opts.measure_scan as u64;
+        let (initial, cap) = pool_sizes();
+        let ro = skel.maps.rodata_data.as_mut().unwrap();
+        ro.lab_slots_initial = initial;
+        ro.lab_slots_cap = cap;
+        skel.maps
+            .lab_task_refs
+            .set_max_entries(cap)
+            .context("cannot size the task references")?;
+        info!("task pool: {initial} slots, growing up to {cap} (from pid_max and threads-max)");
         info!(
             "topology: {} CPUs in {} LLC{}",
             topo.nr_cpus,
@@ -169,7 +179,7 @@ impl<'a> Scheduler<'a> {
         );
         info!("features: {}", knobs.features.to_line().trim_end());
         info!("tunables: {}", knobs.tunables.to_assignments().join(" "));
-        let pool = PoolView::map(&skel.maps.lab_pool_map)?;
+        let pool = PoolView::new();
         let stats_server = StatsServer::new(stats::server_data())
             .launch()
             .context("cannot start the stats server")?;
@@ -292,8 +302,8 @@ impl<'a> Scheduler<'a> {
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
         if bss.nr_alloc_fail > 0 {
             warn!(
-                "{} tasks could not get an entity slot (the pool is full)",
-                bss.nr_alloc_fail
+                "{} tasks found the task pool full ({} slots): it is sized anew on reload",
+                bss.nr_alloc_fail, bss.lab_slots_active
             );
         }
         self.struct_ops.take();
@@ -337,6 +347,9 @@ fn measure_hz(skel: &BpfSkel) -> Result<u64> {
         .unwrap())
 }
 
+/// The low bits of the BPF side's LAB_EXIT_POOL_FULL exit code (a restart request).
+const LAB_EXIT_POOL_FULL_CODE: i64 = 1;
+
 /// Loads and runs the scheduler until shutdown, restarting it when the kernel asks for it
 /// (CPU hotplug). Returns Ok when detached on request; an error carries the exit reason.
 pub fn run(opts: &RunOpts) -> Result<()> {
@@ -376,7 +389,11 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         knobs = sched.knobs();
         drop(sched);
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
-            info!("the kernel asked for a restart (CPU hotplug); reloading");
+            if uei.exit_code().unwrap_or(0) & 0xffff == LAB_EXIT_POOL_FULL_CODE {
+                info!("the task pool is full; reloading with one sized for the current limits");
+            } else {
+                info!("the kernel asked for a restart (CPU hotplug); reloading");
+            }
             // update_sysctl(): on hotplug the kernel re-derives the base slice from the
             // normalized one for the new CPU count, overwriting a base_slice_ns written since.
             let t = &mut knobs.tunables;

@@ -16,7 +16,7 @@
  * A pulled task moves as the kernel's detach/attach do: the source's running entity is charged
  * first (update_curr()), then the task is dequeued without DEQUEUE_SLEEP (lag and, with
  * PLACE_REL_DEADLINE, relative deadline kept) and placed on the puller's queue, where it counts
- * as cold until it runs (slot_migrated). Unlike attach_task(), no wakeup preemption check
+ * as cold until it runs (lab_se.migrated). Unlike attach_task(), no wakeup preemption check
  * follows: the puller picks at its next decision.
  */
 
@@ -117,7 +117,7 @@ static __always_inline void count_refusal(u64 *st, u32 verdict)
  * under the lock: they are taken as allowing here and checked by pull_task(). Not inlined, so
  * that its frame is not on the stack of pull_task()'s deeper calls.
  */
-static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
+static __noinline u32 pull_candidates(struct lab_rq *rq, lab_pool_t *pool,
 				      const struct lab_pull *pl, u64 *st, u32 *cands)
 {
 	struct lab_cfs *cfs = &rq->cfs;
@@ -129,7 +129,7 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
 	n = rb_first(cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN) {
 		struct lab_lb_task t = {};
-		struct lab_se *se;
+		lab_se_t *se;
 
 		if (!n || k >= LAB_PULL_CANDIDATES)
 			break;
@@ -140,7 +140,7 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
 		t.eligible = entity_eligible(cfs, pool, se);
 		t.next_buddy = cfs->next == n;
 		t.idle_policy = se->weight == WEIGHT_IDLEPRIO;
-		t.migrated = slot_migrated[n & LAB_SLOT_MASK];
+		t.migrated = se->migrated;
 		t.allowed = 1;
 		verdict = lab_can_migrate_task(&env, &t);
 		if (verdict == LAB_MIGRATE_OK) {
@@ -166,11 +166,11 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
 __noinline int lab_detach(u32 n, s32 src, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(src);
 	struct rq *krq = krq_of(src);
 	u64 *st = stats_row();
-	struct lab_se *se;
+	lab_se_t *se;
 	int ret = 0;
 
 	if (!pool || !rq)
@@ -199,7 +199,7 @@ __noinline int lab_detach(u32 n, s32 src, u64 now)
  */
 static struct task_struct *pull_task(const struct lab_pull *pl)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
 	u32 cands[LAB_PULL_CANDIDATES] = {};
 	struct task_struct *p = NULL;
@@ -239,8 +239,11 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 	if (!p)
 		return NULL;
 	/* attach_task(): placed on the puller's queue (no wakeup preemption check here), in the
-	 * scheduler's custody, or as the pick that the puller dispatches right away. */
+	 * scheduler's custody, or as the pick that the puller dispatches right away (it then
+	 * leaves custody: the caller holds the reference). */
 	join_queue(p, dst, pl->custody ? 0 : LAB_WK_PICKED);
+	if (!pl->custody)
+		slot_ref_drop(cands[i & (LAB_PULL_CANDIDATES - 1)]);
 	return p;
 }
 

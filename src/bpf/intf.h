@@ -20,9 +20,16 @@ struct bpf_spin_lock {
 
 enum lab_consts {
 	LAB_MAX_CPUS = 512,
-	/* Task slots of the entity pool (one per task under the scheduler), a power of two. */
+	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
+	 * kernel's PID_MAX_LIMIT, so that every task the kernel can create has one. */
+	LAB_MAX_SLOTS = 1 << 22,
+	/* The slots of the host tests' pool. */
 	LAB_NR_SLOTS = 32768,
 };
+
+/* The user space address of the BPF arena that holds the entity pool (its map_extra): the pool
+ * starts there, in the scheduler's and in the daemon's address space alike. */
+#define LAB_ARENA_BASE		(1ULL << 44)
 
 /*
  * Feature bits. The first block mirrors the kernel's kernel/sched/features.h in file order, so

@@ -59,6 +59,10 @@ UEI_DEFINE(uei);
  * timer and wakeup preemption normally decide much earlier. */
 #define LAB_SLICE_NS		(20ULL * 1000 * 1000)
 
+/* The sched_ext watchdog: a runnable task of ours that has not run for this long ejects the
+ * scheduler (the kernel's EEVDF takes over, and the daemon reports the stall). */
+#define LAB_WATCHDOG_MS		10000
+
 /* __TASK_STOPPED | __TASK_TRACED | TASK_PARKED | TASK_DEAD | TASK_FROZEN (is_special_task_state) */
 #define LAB_SPECIAL_STATES	(0x4 | 0x8 | 0x40 | 0x80 | 0x8000)
 #define LAB_SCHED_NORMAL	0
@@ -82,15 +86,19 @@ struct {
 	__type(value, struct lab_rq);
 } lab_rqs SEC(".maps");
 
-/* The entities, one slot per task (struct lab_pool is a few MiB: one array element). User space
- * maps it read-only for the stats. */
+/* The entity pool's arena (slots.bpf.h manages it). */
+/* The arena page size (the kernel's PAGE_SIZE on every architecture the lab builds for). */
+#define LAB_PAGE_SIZE		4096ULL
+/* Pages the arena can hold: LAB_MAX_SLOTS entities. */
+#define LAB_ARENA_PAGES		((LAB_MAX_SLOTS * sizeof(struct lab_se) + LAB_PAGE_SIZE - 1) / \
+				 LAB_PAGE_SIZE)
+
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARENA);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct lab_pool);
-} lab_pool_map SEC(".maps");
+	__uint(max_entries, LAB_ARENA_PAGES);
+	__ulong(map_extra, LAB_ARENA_BASE);	/* its user space address: the pool starts there */
+} lab_arena SEC(".maps");
 
 /* Events for the daemon (struct lab_event), which sleeps until one arrives. */
 struct {
@@ -146,10 +154,6 @@ const volatile struct lab_topo topo;
 u32 llc_nr_idle_scan[LAB_MAX_CPUS];
 u64 llc_scan_stamp[LAB_MAX_CPUS];
 
-/* Per slot: the entity moved queues and has not run since, so task_hot() finds it cold (the
- * kernel zeroes exec_start on ENQUEUE_MIGRATED). Read by balancing under the queue lock. */
-u8 slot_migrated[LAB_NR_SLOTS];
-
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
 u64 lab_stats[LAB_MAX_CPUS][LAB_STATS_STRIDE] __attribute__((aligned(64)));
 
@@ -165,19 +169,18 @@ extern const void jiffies_64 __ksym;	/* untyped: not in the kernel's BTF */
  * pick_eevdf(). */
 const volatile u64 measure_scan;
 
-/* Slot allocation failures (the pool is full). */
-u64 nr_alloc_fail;
-
 /* ---------------------------------------------------------------------------------------------
  * Lookups
  */
 
-/* The entity pool (one map element). */
-static __always_inline struct lab_pool *pool_get(void)
-{
-	u32 zero = 0;
+/* The entity pool: the start of the arena, set by ops.init (slots.bpf.h). */
+lab_pool_t *lab_pool;
 
-	return bpf_map_lookup_elem(&lab_pool_map, &zero);
+static __always_inline lab_pool_t *pool_get(void)
+{
+	/* Name the arena: a program that reaches the pool must be associated with it. */
+	asm volatile("" :: "r"(&lab_arena));
+	return lab_pool;
 }
 
 /* @cpu's EEVDF queue (cpu_rq(cpu)->cfs). */
@@ -188,10 +191,13 @@ static __always_inline struct lab_rq *rq_get(s32 cpu)
 	return bpf_map_lookup_elem(&lab_rqs, &c);
 }
 
-/* @p's per-task context (slot, wakeup facts, load). */
+/* @p's per-task context (slot, wakeup facts, load); NULL for a task without a slot (only while
+ * the scheduler exits because the pool or memory ran out: see ops.init_task). */
 static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
 {
-	return bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
+	struct task_ctx *tc = bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
+
+	return tc && tc->slot ? tc : NULL;
 }
 
 /* The decision counters of the CPU running this program. */
@@ -285,11 +291,11 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
  */
 s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	u64 now = scx_bpf_now();
-	struct lab_se *se;
+	const struct lab_params *params;
+	lab_se_t *se;
 	s32 cpu;
 	u32 wk;
 
@@ -308,6 +314,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	 */
 	cpu = se->cpu;
 	if (se->delayed && cpu >= 0) {
+		params = params_get();
 		if (sched_feat(params, DELAY_WAKE_COLD) && now - se->last_ran > params->migration_cost) {
 			lab_leave(tc->slot, now);
 			stat_inc(LAB_ST_SELECT_WAKE_COLD);
@@ -323,7 +330,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	wk = LAB_WK_IF_IDLE | LAB_WK_INSERT;
 	if (wake_flags & SCX_WAKE_FORK)
 		wk |= LAB_WK_INITIAL;
-	if (lab_enqueue_task(tc, cpu, wk, task_custom_slice(p)) == LAB_ENQ_INSERT) {
+	if (enqueue_task(tc, cpu, wk, task_custom_slice(p)) == LAB_ENQ_INSERT) {
 		tc->wake_flags = 0;
 		tc->prio_changed = 0;
 		stat_inc(LAB_ST_INSERT_SELECT);
@@ -347,8 +354,11 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 	u32 wk = LAB_WK_INSERT;
 	long ret;
 
-	if (!tc)
+	if (!tc) {
+		/* No entity: run it in FIFO order until the scheduler has exited. */
+		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, LAB_SLICE_NS, enq_flags);
 		return;
+	}
 	/* wakeup_preempt() for a wakeup or a new task, and prio_changed_fair()'s for a queued task
 	 * whose weight changed. */
 	if (enq_flags & LAB_ENQUEUE_INITIAL)
@@ -366,9 +376,10 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		wk |= LAB_WK_NORMAL;
 	tc->wake_flags = 0;
 
-	ret = lab_enqueue_task(tc, cpu, wk, task_custom_slice(p));
+	ret = enqueue_task(tc, cpu, wk, task_custom_slice(p));
 	switch (ret) {
 	case LAB_ENQ_KICK:
+		slot_ref_set(tc->slot, p);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		break;
 	case LAB_ENQ_INSERT:
@@ -380,6 +391,8 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, LAB_SLICE_NS, enq_flags | SCX_ENQ_PREEMPT);
 		break;
 	default:
+		/* In the scheduler's custody until ops.dispatch inserts it by slot. */
+		slot_ref_set(tc->slot, p);
 		if (ret > 0)
 			hrtick_update(cpu, ret);
 	}
@@ -391,26 +404,55 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tc;
 
-	/* Only a property change moves the entity here: the sleep path is ops.quiescent, and the
-	 * other calls merely say that the task left our custody (a dispatch, a core-sched pick). */
-	if (!(deq_flags & SCX_DEQ_SCHED_CHANGE))
-		return;
+	/* The task left our custody (a dispatch, a core-sched pick, a property change); only a
+	 * property change moves the entity here: the sleep path is ops.quiescent. */
 	tc = tctx_get(p);
-	if (tc)
+	if (!tc)
+		return;
+	slot_ref_drop(tc->slot);
+	if (deq_flags & SCX_DEQ_SCHED_CHANGE)
 		lab_leave(tc->slot, scx_bpf_now());
+}
+
+/* How many picks one ops.dispatch makes before it leaves the rest to a kick of its CPU (each
+ * pick finalizes at most LAB_PICK_GHOSTS ghosts under the lock). */
+#define LAB_DISPATCH_PICKS	4
+
+/*
+ * A picked task that cannot run here (its affinity or migration-disabled state changed while it
+ * waited): move its entity to a CPU it may run on, keep it in custody there and kick that CPU.
+ * Differs: the kernel would have moved it when the change happened.
+ */
+static __always_inline void dispatch_rehome(struct task_struct *t, u32 slot, s32 cpu)
+{
+	s32 dst = scx_bpf_task_cpu(t);
+
+	if (!t->migration_disabled && !bpf_cpumask_test_cpu(dst, t->cpus_ptr))
+		dst = bpf_cpumask_any_distribute(t->cpus_ptr);
+	if (dst < 0 || dst >= topo.nr_cpus || dst == cpu) {
+		lab_undispatch(slot, cpu);
+		slot_ref_set(slot, t);
+		return;
+	}
+	join_queue(t, dst, 0);
+	slot_ref_set(slot, t);
+	scx_bpf_kick_cpu(dst, SCX_KICK_IDLE);
 }
 
 /*
  * ops.dispatch: pick_task_fair() and, with nothing to run, sched_balance_newidle(). Differs:
- * exactly one task goes to the local DSQ, or prev keeps running with a refilled slice.
+ * exactly one task goes to the local DSQ, or prev keeps running with a refilled slice. Every
+ * path that does not insert a task leaves none of ours waiting here, or kicks the CPU to
+ * decide again.
  */
 void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct lab_rq *rq = rq_get(cpu);
-	u64 total = 0;
 	struct task_struct *t;
 	s32 prev_pid = 0;
+	u64 total = 0;
 	long slot;
+	u32 i;
 
 	if (!rq)
 		return;
@@ -421,27 +463,39 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		total = exec_now(prev, cpu);
 		prev_pid = prev->pid;
 	}
-	slot = lab_dispatch_pick(cpu, total, prev_pid, scx_bpf_now());
-	if (slot == LAB_PICK_KEEP && prev) {
-		scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
-		return;
-	}
-	if (slot == LAB_PICK_NONE)
-		goto newidle;
-	if (slot <= 0)
-		return;
-	t = slot_task(slot);
-	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
-	    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
-		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
-	} else {
-		/* Give the entity back to the queue's custody: this CPU's next dispatch (after a
-		 * kick, a wakeup or the tick) picks again. */
+	bpf_for(i, 0, LAB_DISPATCH_PICKS) {
+		slot = lab_dispatch_pick(cpu, total, prev_pid, scx_bpf_now());
+		if (slot == LAB_PICK_KEEP && prev) {
+			scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
+			return;
+		}
+		if (slot == LAB_PICK_NONE)
+			goto newidle;
+		if (slot == LAB_PICK_AGAIN)	/* ghosts finalized, more to go */
+			continue;
+		if (slot <= 0)			/* the pick is already inserted */
+			return;
+		t = slot_ref_take(slot);
+		if (!t)
+			t = bpf_task_from_pid(SE(pool_get(), slot)->pid);
+		if (!t) {
+			/* The task is gone: its entity leaves the queue. */
+			stat_inc(LAB_ST_DISPATCH_MISS);
+			lab_leave(slot, scx_bpf_now());
+			continue;
+		}
+		if (bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
+		    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
+			scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
+			bpf_task_release(t);
+			return;
+		}
 		stat_inc(LAB_ST_DISPATCH_MISS);
-		lab_undispatch(slot, cpu);
-	}
-	if (t)
+		dispatch_rehome(t, slot, cpu);
 		bpf_task_release(t);
+	}
+	/* Picks left for later: decide again once this dispatch is over. */
+	scx_bpf_kick_cpu(cpu, 0);
 	return;
 
 newidle:
@@ -457,10 +511,10 @@ newidle:
  * running task whose priority got worse. */
 void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct lab_se *se;
+	lab_se_t *se;
 	long hrtick_ns;
 
 	if (!pool || !tc)
@@ -468,7 +522,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	se = SE(pool, tc->slot);
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, 0);
-	slot_migrated[tc->slot & LAB_SLOT_MASK] = 0;
+	se->migrated = 0;
 	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
 	if (hrtick_ns > 0)
 		hrtick_start(cpu, hrtick_ns);
@@ -506,7 +560,7 @@ void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
  * invisible to the rest of the kernel (the task is asleep there). */
 void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	u32 flags = 0;
 	u64 now, sum = 0;
@@ -530,7 +584,7 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
  * periodic balancing. Differs: the reschedule is a zero slice (the core switches at the tick). */
 void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now();
@@ -557,7 +611,7 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
  */
 void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	u32 weight = task_weight(p), old;
 
@@ -572,9 +626,9 @@ void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 /* A ghost whose CPU left its affinity is finalized (the kernel dequeues it on migration). */
 void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask *cpumask)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
-	struct lab_se *se;
+	lab_se_t *se;
 
 	if (!pool || !tc)
 		return;
@@ -587,7 +641,7 @@ void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask
 bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(from), *tto = to ? tctx_get(to) : NULL;
 	s32 cpu = scx_bpf_task_cpu(from);
 	u64 *st = stats_row();
@@ -614,21 +668,29 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
  * entity). */
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
-	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc;
 
-	if (!pool)
-		return -ENOMEM;
+	/*
+	 * A fork never fails because of the scheduler's bookkeeping: without memory for the task's
+	 * context, or with the pool at its cap, the scheduler exits with the reason (the daemon
+	 * reloads it with a pool sized anew) and the task runs without an entity meanwhile.
+	 */
 	tc = bpf_task_storage_get(&task_ctx_stor, p, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!tc)
-		return -ENOMEM;
-	return slot_claim(p, tc, args->fork);
+	if (!tc) {
+		scx_bpf_exit(LAB_EXIT_POOL_FULL, "no memory for the context of task %d", p->pid);
+		return 0;
+	}
+	if (slot_claim(p, tc, args->fork))
+		scx_bpf_exit(LAB_EXIT_POOL_FULL,
+			     "the task pool is full (%u of %u slots, sized from pid_max and threads-max at load): reloading with a larger one",
+			     READ_ONCE(lab_slots_used), lab_slots_cap);
+	return 0;
 }
 
 /* ops.enable: the task switches to the lab; its weight as set_load_weight() computes it. */
 void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc) {
@@ -640,7 +702,7 @@ void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 /* ops.disable: the task leaves the lab (switched_from_fair()): its entity leaves its queue. */
 void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc)
@@ -652,7 +714,7 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 {
 	struct task_ctx *tc = tctx_get(p);
 
-	if (!tc || !tc->slot)
+	if (!tc)
 		return;
 	lab_leave(tc->slot, scx_bpf_now());
 	slot_release(tc);
@@ -663,6 +725,15 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 {
 	s32 cpu, nr = scx_bpf_nr_cpu_ids();
+
+	/* The pool's first slots (the rest comes as tasks need it: slot_claim()). */
+	lab_pool = bpf_arena_alloc_pages(&lab_arena, (void __lab_arena *)LAB_ARENA_BASE, 1,
+					 NUMA_NO_NODE, 0);
+	if (!lab_pool || slots_alloc(1, lab_slots_initial)) {
+		scx_bpf_error("cannot allocate the task pool (%u slots)", lab_slots_initial);
+		return -ENOMEM;
+	}
+	lab_slots_active = lab_slots_initial;
 
 	bpf_for(cpu, 0, nr) {
 		struct lab_rq *rq = rq_get(cpu);
@@ -715,4 +786,5 @@ SCX_OPS_DEFINE(lab_ops,
 	       .init = (void *)lab_init,
 	       .exit = (void *)lab_exit,
 	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED,
+	       .timeout_ms = LAB_WATCHDOG_MS,
 	       .name = "eevdf_lab");

@@ -10,7 +10,7 @@
 
 /* Bring the queue's load average up to @now with the weight it held until now (call with the
  * queue locked, before changing what is queued). Ghosts count, as delayed tasks keep load. */
-static __always_inline void rq_load_touch(struct lab_rq *rq, struct lab_pool *pool, u64 now)
+static __always_inline void rq_load_touch(struct lab_rq *rq, lab_pool_t *pool, u64 now)
 {
 	u64 w = rq->cfs.sum_weight;
 
@@ -63,10 +63,10 @@ static __always_inline u64 exec_now(struct task_struct *p, s32 cpu)
  * update_curr(): charge the queue's running entity for what it ran since it was last charged.
  * Call with the queue locked; @total and @pid describe the task on the CPU right now.
  */
-static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 total,
+static __always_inline int account_curr(struct lab_cfs *cfs, lab_pool_t *pool, u64 total,
 					s32 pid, const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se;
+	lab_se_t *se;
 	s64 delta;
 
 	if (!cfs->curr)
@@ -86,7 +86,7 @@ static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *po
  * charge (a wakeup, a dequeue, a pull from another CPU). Skipped when the queue has no running
  * entity, which is the common case of a wakeup onto an idle CPU.
  */
-static __always_inline int account_remote(struct lab_cfs *cfs, struct lab_pool *pool,
+static __always_inline int account_remote(struct lab_cfs *cfs, lab_pool_t *pool,
 					  struct rq *krq, const struct lab_params *p, u64 *st)
 {
 	u64 total;
@@ -137,7 +137,7 @@ static __always_inline void rq_overload_update(struct lab_rq *rq)
  * pick_next_entity() of a queue with no running entity, whose first shortcut -- a lone queued
  * entity, here the one just enqueued -- is taken without the call (counted as the pick it is).
  */
-static __always_inline u32 queue_pick(struct lab_cfs *cfs, struct lab_pool *pool,
+static __always_inline u32 queue_pick(struct lab_cfs *cfs, lab_pool_t *pool,
 				      const struct lab_params *params, u64 *st)
 {
 	if (cfs->nr_queued == 1 && !cfs->curr && !params->measure_scan && !cfs->nr_delayed) {
@@ -148,7 +148,7 @@ static __always_inline u32 queue_pick(struct lab_cfs *cfs, struct lab_pool *pool
 }
 
 /* The pick waiting in the local DSQ is @n: note it (lab_set_next() clears it). */
-static __always_inline void rq_set_pending(struct lab_rq *rq, struct lab_se *se, u32 n)
+static __always_inline void rq_set_pending(struct lab_rq *rq, lab_se_t *se, u32 n)
 {
 	se->custody = 0;
 	se->picked = 1;
@@ -176,10 +176,10 @@ static __always_inline void rq_set_pending(struct lab_rq *rq, struct lab_se *se,
 __noinline int lab_leave(u32 n, u64 now)
 {
 	const struct lab_params *p = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row();
 	struct lab_rq *rq;
-	struct lab_se *se;
+	lab_se_t *se;
 	struct rq *krq;
 	s32 cpu;
 
@@ -234,7 +234,9 @@ __noinline int lab_leave(u32 n, u64 now)
 /*
  * enqueue_task_fair() for the task of @tc on @cpu, under one lock: update_curr() of the queue's
  * running entity, then a ghost on this queue requeues and anything else is placed (as a new
- * task with LAB_WK_INITIAL); a ghost elsewhere (it woke on another CPU) is finalized there first.
+ * task with LAB_WK_INITIAL). An entity queued on another CPU (a ghost that woke elsewhere) must
+ * have left it first (enqueue_task() does that): calling lab_leave() from here would nest one
+ * more call frame on every path that enqueues.
  * The task comes into the scheduler's custody, and for a wakeup wakeup_preempt_fair() decides
  * against the running entity. @custom_slice is the task's sched_runtime slice, 0 for none.
  *
@@ -250,11 +252,11 @@ __noinline int lab_leave(u32 n, u64 now)
 __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row(), now = scx_bpf_now();
 	struct lab_wakeup wk = {};
 	struct lab_rq *rq;
-	struct lab_se *se;
+	lab_se_t *se;
 	struct rq *krq;
 	long ret = 0;
 	bool joined = true;
@@ -269,9 +271,14 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		 * here. */
 		if (se->on_rq || READ_ONCE(rq->cfs.nr_queued) || READ_ONCE(rq->pending))
 			return LAB_ENQ_REFUSED;
-	} else if (se->on_rq && se->cpu != cpu) {
-		lab_leave(n, now);
 	}
+	if (!se->on_rq)
+		pelt_update(&tc->load, now, 0);	/* it was asleep */
+	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
+		lab_count(st, LAB_ST_MIGRATE);
+		se->migrated = 1;
+	}
+	tc->last_cpu = cpu;
 	wk.fork = wk_bits & LAB_WK_FORK;
 	wk.sync = wk_bits & LAB_WK_SYNC;
 	wk.rq_selected = wk_bits & LAB_WK_SELECTED;
@@ -310,7 +317,7 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		rq_set_pending(rq, se, n);
 	} else if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
 		   se->cpu == cpu) {
-		struct lab_se *curr = SE(pool, rq->cfs.curr);
+		lab_se_t *curr = SE(pool, rq->cfs.curr);
 		int wakeup;
 
 		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
@@ -334,7 +341,7 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		ret = LAB_ENQ_INSERT;
 	}
 	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
-		struct lab_se *curr = SE(pool, rq->cfs.curr);
+		lab_se_t *curr = SE(pool, rq->cfs.curr);
 
 		if (curr->running)
 			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
@@ -342,6 +349,21 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	rq_overload_update(rq);
 	bpf_spin_unlock(&rq->lock);
 	return ret;
+}
+
+/* lab_enqueue_task() for @tc's entity, finalizing it first on another CPU's queue it may still
+ * be on (a ghost that woke elsewhere: the kernel dequeues a delayed task that migrates). */
+static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits,
+					 u64 custom_slice)
+{
+	lab_se_t *se;
+
+	if (!tc)
+		return 0;
+	se = SE(pool_get(), tc->slot);
+	if (se->on_rq && se->cpu != cpu && !(wk_bits & LAB_WK_IF_IDLE))
+		lab_leave(tc->slot, scx_bpf_now());
+	return lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
 }
 
 /* The custom slice (sched_setattr() sched_runtime) of @p, 0 for none. */
@@ -354,7 +376,7 @@ static __always_inline u64 task_custom_slice(const struct task_struct *p)
  * balancing pull, a task found running off its queue): a reschedule it asks for is a kick. */
 static __always_inline void join_queue(struct task_struct *p, s32 cpu, u32 wk_bits)
 {
-	long ret = lab_enqueue_task(tctx_get(p), cpu, wk_bits, task_custom_slice(p));
+	long ret = enqueue_task(tctx_get(p), cpu, wk_bits, task_custom_slice(p));
 
 	if (ret == LAB_ENQ_KICK)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
@@ -366,6 +388,7 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, u32 wk_bi
 #define LAB_PICK_NONE	0	/* nothing to run: balance */
 #define LAB_PICK_KEEP	-1	/* keep prev running */
 #define LAB_PICK_BUSY	-2	/* the pick is not ours to dispatch (already dispatched) */
+#define LAB_PICK_AGAIN	-3	/* the pick finalized its quota of ghosts: pick again */
 
 /*
  * pick_task_fair(): account prev, pick (finalizing ghosts). Returns a slot to dispatch (taken
@@ -374,7 +397,7 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, u32 wk_bi
 __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row();
 	long ret = LAB_PICK_NONE;
@@ -386,8 +409,10 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 	rq_load_touch(rq, pool, now);
 	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
 	n = pick_next_entity(&rq->cfs, pool, true, params, st, NULL);
-	if (n) {
-		struct lab_se *se = SE(pool, n);
+	if (n == LAB_PICK_RETRY) {
+		ret = LAB_PICK_AGAIN;
+	} else if (n) {
+		lab_se_t *se = SE(pool, n);
 
 		lab_count(st, LAB_ST_DISPATCH);
 		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
@@ -409,7 +434,7 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 /* Give @slot back to the custody of @cpu's queue after a dispatch that could not happen. */
 __noinline int lab_undispatch(u32 slot, s32 cpu)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 
 	if (!pool || !rq)
@@ -439,11 +464,11 @@ __noinline int lab_undispatch(u32 slot, s32 cpu)
 __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row();
 	struct lab_cpu *pc;
-	struct lab_se *se;
+	lab_se_t *se;
 	long hrtick_ns = 0;
 
 	if (!pool || !rq)
@@ -481,12 +506,12 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
  * put_prev_task_fair() for @p leaving @cpu: update_curr() with @sum_exec, its execution time so
  * far, and, when it stays runnable, back into the tree. Call with nothing locked.
  */
-static __always_inline void lab_put_prev(struct lab_rq *rq, struct lab_pool *pool, u32 n, s32 cpu,
+static __always_inline void lab_put_prev(struct lab_rq *rq, lab_pool_t *pool, u32 n, s32 cpu,
 					 u64 sum_exec, s32 pid, bool runnable, u64 now,
 					 const struct lab_params *params, u64 *st)
 {
 	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
 	pc->running = 0;
@@ -503,7 +528,7 @@ static __always_inline void lab_put_prev(struct lab_rq *rq, struct lab_pool *poo
 __noinline int lab_stop(u32 n, s32 cpu, u64 sum_exec, s32 pid, u32 runnable)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row(), now = scx_bpf_now();
 
@@ -524,10 +549,10 @@ __noinline int lab_stop(u32 n, s32 cpu, u64 sum_exec, s32 pid, u32 runnable)
 __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row();
 	struct lab_rq *rq;
-	struct lab_se *se;
+	lab_se_t *se;
 	struct rq *krq;
 	s32 cpu;
 
@@ -562,7 +587,7 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 n
 __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row();
 	int resched;
@@ -587,10 +612,10 @@ __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 __noinline int lab_reweight(u32 n, u32 weight, u32 inv_weight)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row();
 	struct lab_rq *rq;
-	struct lab_se *se;
+	lab_se_t *se;
 	struct rq *krq;
 	s32 cpu;
 

@@ -26,7 +26,7 @@
  */
 __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u32 ci = cpu & (LAB_MAX_CPUS - 1), curr;
 

@@ -292,8 +292,20 @@ mod tests {
     fn callback_costs_per_op_costliest_first() {
         use crate::bpfstats::Cost;
         let bpf = BTreeMap::from([
-            ("lab_enqueue", Cost { calls: 20, ns: 8000 }),
-            ("lab_dispatch", Cost { calls: 40, ns: 20000 }),
+            (
+                "lab_enqueue",
+                Cost {
+                    calls: 20,
+                    ns: 8000,
+                },
+            ),
+            (
+                "lab_dispatch",
+                Cost {
+                    calls: 40,
+                    ns: 20000,
+                },
+            ),
             ("lab_tick", Cost { calls: 1, ns: 500 }),
         ]);
         let rows = callback_rows(&bpf, 10);
