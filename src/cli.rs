@@ -112,6 +112,10 @@ pub enum Cmd {
     /// One task of a bench workload in --processes mode (started by `bench`).
     #[command(hide = true)]
     Worker(crate::bench::workloads::WorkerArgs),
+    /// Create many tasks at once and many short-lived ones; exit status 1 if any could not be
+    /// created or did not run (the guest tests' check of the per-task bookkeeping).
+    #[command(hide = true)]
+    Spawn(crate::spawn::SpawnArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -189,6 +193,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
         Some(Cmd::Bench(args)) => return crate::bench::run(args),
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
+        Some(Cmd::Spawn(args)) => {
+            if !crate::spawn::run(&args)? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
         Some(Cmd::DiffKernel) => return cmd_diff_kernel(),
         Some(Cmd::Completions { shell }) => {
             let mut cmd = Cli::command();

@@ -17,6 +17,8 @@ pub enum Event {
     Knobs(u64),
     /// ops.exit ran: the scheduler is leaving (see the exit info).
     Exit,
+    /// A CPU went online or offline (the scheduler handles it without a reload).
+    Hotplug,
     /// The listener stopped on an error: no more events will come.
     Lost,
 }
@@ -32,6 +34,7 @@ impl Event {
         match ev.kind {
             bpf_intf::lab_event_kind_LAB_EV_KNOBS => Some(Event::Knobs(ev.seq)),
             bpf_intf::lab_event_kind_LAB_EV_EXIT => Some(Event::Exit),
+            bpf_intf::lab_event_kind_LAB_EV_HOTPLUG => Some(Event::Hotplug),
             _ => None,
         }
     }

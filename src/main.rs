@@ -17,6 +17,7 @@ mod preflight;
 mod sched;
 #[cfg(test)]
 mod select_tests;
+mod spawn;
 mod stats;
 mod sysfs;
 mod topology;

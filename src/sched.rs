@@ -239,12 +239,44 @@ impl<'a> Scheduler<'a> {
                 }
             }
         }
-        Metrics::from_rows(
+        let mut m = Metrics::from_rows(
             &rows,
             cpus,
             callbacks,
             self.attached_at.elapsed().as_secs_f64(),
-        )
+        );
+        m.tasks = bss.lab_slots_used as u64;
+        m.task_slots = bss.lab_slots_active as u64;
+        m
+    }
+
+    /// A CPU went online or offline (the scheduler stays loaded): as the kernel's
+    /// update_sysctl() does, base_slice_ns is re-derived from the normalized slice for the new
+    /// CPU count -- a live write like a CLI's, under the writers' lock, logged as one.
+    fn on_hotplug(&mut self) {
+        let ncpus = crate::topology::online_cpus();
+        let write = || -> Result<Option<(u64, u64)>> {
+            let _lock = control::WriterLock::acquire(Duration::from_secs(10))?;
+            let mut k = control::read_map(&self.skel.maps.lab_knobs)?;
+            let (old, new) = (
+                k.tunables.base_slice_ns,
+                k.tunables.derived_base_slice(ncpus),
+            );
+            if old == new {
+                return Ok(None);
+            }
+            k.tunables.base_slice_ns = new;
+            k.seq += 1;
+            control::write_map(&self.skel.maps.lab_knobs, &k)?;
+            Ok(Some((old, new)))
+        };
+        match write() {
+            Ok(Some((old, new))) => info!(
+                "CPU hotplug: {ncpus} CPUs online; base_slice_ns {old} -> {new}, as the kernel's update_sysctl() does"
+            ),
+            Ok(None) => info!("CPU hotplug: {ncpus} CPUs online"),
+            Err(e) => warn!("CPU hotplug: cannot re-derive base_slice_ns: {e:#}"),
+        }
     }
 
     /// Logs every change a CLI writer made since the last look.
@@ -289,10 +321,14 @@ impl<'a> Scheduler<'a> {
                         req_ch = crossbeam::channel::never();
                     }
                 },
-                recv(events) -> ev => if matches!(ev, Ok(Event::Lost) | Err(_)) {
-                    warn!("no scheduler events: checking for its exit every second");
-                    events = crossbeam::channel::never();
-                    poll = Some(Duration::from_secs(1));
+                recv(events) -> ev => match ev {
+                    Ok(Event::Hotplug) => self.on_hotplug(),
+                    Ok(Event::Lost) | Err(_) => {
+                        warn!("no scheduler events: checking for its exit every second");
+                        events = crossbeam::channel::never();
+                        poll = Some(Duration::from_secs(1));
+                    }
+                    Ok(_) => {}
                 },
                 recv(wake) -> _ => {},
                 default(poll.unwrap_or(Duration::MAX)) => {},

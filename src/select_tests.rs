@@ -574,6 +574,26 @@ fn find_busiest_most_runnable_with_one_waiting() {
 }
 
 #[test]
+fn a_cpu_held_by_a_higher_class_gives_up_its_waiting_task() {
+    let mut cpus = [
+        cpu(0, 0, 0, &[NICE_0_W]),
+        cpu(1, 0, 1, &[NICE_0_W]),
+        cpu(2, 0, 2, &[]),
+    ];
+    unsafe {
+        // One runnable entity each: nobody has a task waiting.
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), -1);
+        // An RT task holds CPU 1: its one entity waits behind it, as behind a running task.
+        cpus[1].released = 1;
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), 1);
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 2, false), 1);
+        // A held CPU with nothing of ours queued has nothing to give.
+        cpus[1].nr_queued = 0;
+        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), -1);
+    }
+}
+
+#[test]
 fn migrate_load_rule() {
     unsafe {
         assert!(!host_migrate_load_fits(1000, 0, 600, false));

@@ -182,6 +182,16 @@ pub struct Metrics {
     pub pull_periodic: u64,
     #[stat(desc = "idle CPUs kicked to pull from a busy one")]
     pub nohz_kick: u64,
+    #[stat(desc = "CPUs taken by a higher class (RT, deadline): ops.cpu_release")]
+    pub cpu_release: u64,
+    #[stat(desc = "tasks in the local DSQ of a taken CPU that moved to an idle CPU")]
+    pub reenq_moved: u64,
+    #[stat(desc = "CPUs that came online (handled without a reload)")]
+    pub cpu_online: u64,
+    #[stat(desc = "CPUs that went offline (handled without a reload)")]
+    pub cpu_offline: u64,
+    #[stat(desc = "entities moved off a CPU going offline, keeping their lag")]
+    pub hotplug_moved: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -210,6 +220,10 @@ pub struct Metrics {
     pub dsq_scan_len_8: u64,
     #[stat(desc = "picks where that scan goes past the 8th entity (--measure-scan)")]
     pub dsq_scan_len_more: u64,
+    #[stat(desc = "tasks with an entity slot, at the time of the sample")]
+    pub tasks: u64,
+    #[stat(desc = "entity slots the pool holds now (it doubles at half use, up to its cap)")]
+    pub task_slots: u64,
     #[stat(desc = "per-CPU queues at the time of the sample")]
     pub cpus: BTreeMap<usize, CpuQueue>,
     #[stat(desc = "BPF run time per callback (--bpf-stats)")]
@@ -226,6 +240,9 @@ pub struct CallbackCost {
     #[stat(desc = "ns spent in the program")]
     pub ns: u64,
 }
+
+/// The fields of [`Metrics`] that are levels at the time of the sample, not counts.
+pub const GAUGES: &[&str] = &["tasks", "task_slots"];
 
 /// The counter fields of [`Metrics`] in enum lab_stat order.
 pub const COUNTERS: &[&str] = &[
@@ -298,6 +315,11 @@ pub const COUNTERS: &[&str] = &[
     "pull_newidle",
     "pull_periodic",
     "nohz_kick",
+    "cpu_release",
+    "reenq_moved",
+    "cpu_online",
+    "cpu_offline",
+    "hotplug_moved",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -459,6 +481,15 @@ impl Metrics {
         )?;
         writeln!(
             w,
+            "cpus    taken by a higher class {} (local tasks moved {}) | hotplug: online {} offline {} (entities moved {})",
+            self.cpu_release,
+            self.reenq_moved,
+            self.cpu_online,
+            self.cpu_offline,
+            self.hotplug_moved
+        )?;
+        writeln!(
+            w,
             "refused affinity {} running {} ghost {} ineligible {} hot {} load {} pinned {}",
             self.pull_refused_affinity,
             self.pull_refused_running,
@@ -566,6 +597,8 @@ pub fn delta(now: &Metrics, prev: &Metrics) -> Metrics {
     let mut m: Metrics =
         serde_json::from_value(serde_json::Value::Object(json)).unwrap_or_default();
     m.cpus = now.cpus.clone();
+    m.tasks = now.tasks;
+    m.task_slots = now.task_slots;
     m.callbacks = now
         .callbacks
         .iter()
@@ -600,8 +633,12 @@ pub fn monitor(
     mut should_exit: impl FnMut() -> bool,
 ) -> Result<()> {
     for f in fields {
-        if !COUNTERS.contains(&f.as_str()) && f != "interval_s" {
-            bail!("unknown stats field {f:?}; fields: {}", COUNTERS.join(" "));
+        if !COUNTERS.contains(&f.as_str()) && !GAUGES.contains(&f.as_str()) && f != "interval_s" {
+            bail!(
+                "unknown stats field {f:?}; fields: {} {}",
+                COUNTERS.join(" "),
+                GAUGES.join(" ")
+            );
         }
     }
     let mut n = 0u64;

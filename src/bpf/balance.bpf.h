@@ -47,22 +47,34 @@ static __always_inline u32 rq_runnable(struct lab_rq *rq)
 
 /*
  * Mirrors find_busiest_queue(): the busiest other CPU of @cpu's LLC (or of any LLC when
- * @any_llc), -1 when none has a task waiting; differs: by runnable count over single CPUs, no
- * group statistics or capacity weighting (lab_busier()). A global subprogram: its snapshot
- * stays off the stack of the tick's call chain.
+ * @any_llc), -1 when none has a task waiting; differs: by runnable count over single CPUs (a
+ * CPU held by a higher class counting one more, lab_nr_busy()), no group statistics or capacity
+ * weighting (lab_busier()). Only the overloaded CPUs are looked at (overloaded_mask): the work is
+ * one word per 64 CPUs plus one snapshot per overloaded CPU, not one per CPU. A global
+ * subprogram: its snapshot stays off the stack of the tick's call chain.
  */
 __noinline s32 find_busiest(s32 cpu, int any_llc)
 {
-	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)], best_nr = 1, i, nr = topo.nr_cpus;
+	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)], best_nr = 1, w, b;
+	u32 nr_words = (topo.nr_cpus + 63) / 64;
 	s32 best = -1;
 
-	bpf_for(i, 0, nr) {
-		struct lab_cpu_snap c;
+	bpf_for(w, 0, nr_words) {
+		u64 bits = READ_ONCE(overloaded_mask[w & (LAB_MAX_CPUS / 64 - 1)]);
 
-		cpu_snap(i, NULL, NULL, &c);
-		if (lab_busier(&c, cpu, llc, any_llc, best_nr)) {
-			best_nr = lab_nr_runnable(&c);
-			best = i;
+		if (!bits)
+			continue;
+		bpf_for(b, 0, 64) {
+			struct lab_cpu_snap c;
+			s32 i = w * 64 + b;
+
+			if (!((bits >> b) & 1))
+				continue;
+			cpu_snap(i, NULL, NULL, &c);
+			if (lab_busier(&c, cpu, llc, any_llc, best_nr)) {
+				best_nr = lab_nr_busy(&c);
+				best = i;
+			}
 		}
 	}
 	return best;
@@ -192,12 +204,12 @@ __noinline int lab_detach(u32 n, s32 src, u64 now)
 }
 
 /*
- * Mirrors detach_tasks() + attach_task() for one task: pull a task from @src to @dst. @max_load
+ * Mirrors detach_tasks()' detach_task() for one task: take a task off @src for @dst. @max_load
  * >= 0 applies the migrate_load rule (periodic balance). Returns the task (a reference: release
- * it) placed on @dst's queue, or NULL. Differs: at most one task, taken from the first
- * LAB_PULL_SCAN entities in deadline order; no wakeup preemption check on the puller.
+ * it) and its slot in @slot, for attach_task(), or NULL. Differs: at most one task, taken from
+ * the first LAB_PULL_SCAN entities in deadline order.
  */
-static struct task_struct *pull_task(const struct lab_pull *pl)
+static struct task_struct *pull_task(const struct lab_pull *pl, u32 *slot)
 {
 	lab_pool_t *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
@@ -236,15 +248,22 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 		}
 		bpf_task_release(c);
 	}
-	if (!p)
-		return NULL;
-	/* attach_task(): placed on the puller's queue (no wakeup preemption check here), in the
-	 * scheduler's custody, or as the pick that the puller dispatches right away (it then
-	 * leaves custody: the caller holds the reference). */
-	join_queue(p, dst, pl->custody ? 0 : LAB_WK_PICKED);
-	if (!pl->custody)
-		slot_ref_drop(cands[i & (LAB_PULL_CANDIDATES - 1)]);
+	if (p)
+		*slot = cands[i & (LAB_PULL_CANDIDATES - 1)];
 	return p;
+}
+
+/*
+ * Mirrors attach_task(): @p, detached from its queue by pull_task(), joins @dst's queue (no
+ * wakeup preemption check here), in the scheduler's custody, or as the pick that the puller
+ * dispatches right away (it then leaves custody: the caller holds the reference). Called after
+ * pull_task() returned, so that the enqueue's frames do not stack on the pull's.
+ */
+static void attach_task(struct task_struct *p, s32 dst, u32 slot, bool custody)
+{
+	join_queue(p, dst, custody ? 0 : LAB_WK_PICKED);
+	if (!custody)
+		slot_ref_drop(slot);
 }
 
 /*
@@ -257,6 +276,7 @@ static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq)
 	struct task_struct *t = NULL;
 	const struct lab_params *params;
 	u64 *st = stats_row(), now;
+	u32 slot = 0;
 	s32 src;
 	bool run;
 
@@ -282,7 +302,9 @@ static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq)
 					       .failed = rq->nr_balance_failed, .dst = cpu,
 					       .src = src };
 
-			t = pull_task(&pl);
+			t = pull_task(&pl, &slot);
+			if (t)
+				attach_task(t, cpu, slot, false);
 		}
 		if (t) {
 			rq->nr_balance_failed = 0;
@@ -297,10 +319,70 @@ static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq)
 }
 
 /*
+ * One detach_task() + attach_task() of a periodic balance: pull one task from @src into @dst's
+ * queue, in the scheduler's custody, under the migrate_load rule for @max_load (< 0: no load
+ * rule). Returns its load, or -1 when nothing could move. A subprogram of its own, so that the
+ * loop below verifies one call, not the whole pull once per iteration.
+ */
+__noinline s64 lab_pull_one(s32 dst, s32 src, s64 max_load, u32 failed, u64 now)
+{
+	struct lab_pull pl = {};
+	struct task_struct *t;
+	u32 slot = 0;
+	s64 load;
+
+	pl.params = params_get();
+	if (!pl.params)
+		return -1;
+	pl.st = stats_row();
+	pl.now = now;
+	pl.max_load = max_load;
+	pl.failed = failed;
+	pl.dst = dst;
+	pl.src = src;
+	pl.custody = true;
+	t = pull_task(&pl, &slot);
+	if (!t)
+		return -1;
+	attach_task(t, dst, slot, true);
+	lab_count(pl.st, LAB_ST_PULL_PERIODIC);
+	load = task_load(t);
+	bpf_task_release(t);
+	return load;
+}
+
+/*
+ * Mirrors detach_tasks(): pull from @src to @dst up to nr_migrate tasks (loop_max) while
+ * @imbalance lasts; a @released source gives up what waits there whatever the loads. Returns
+ * whether any task moved (no count: a counter that grows each pass would keep the verifier from
+ * seeing the loop converge).
+ */
+static bool detach_tasks(s32 dst, s32 src, struct lab_rq *rq, struct lab_rq *srq, s64 imbalance,
+			bool released, const struct lab_params *params, u64 now)
+{
+	u32 failed = rq->nr_balance_failed, i;
+	bool moved = false;
+	s64 load;
+
+	bpf_for(i, 0, params->nr_migrate) {
+		load = lab_pull_one(dst, src, released ? -1 : imbalance, failed, now);
+		if (load < 0)
+			break;
+		moved = true;
+		if (!released && (imbalance -= load) <= 0)
+			break;
+		if (!rq_runnable(srq) || (!released && rq_runnable(srq) <= rq_runnable(rq)))
+			break;
+	}
+	return moved;
+}
+
+/*
  * Mirrors sched_balance_trigger() / sched_balance_rq() for the LLC, run from @cpu's tick: kick an
  * idle CPU of the LLC when tasks wait here (nohz idle balance), and every LAB_BALANCE_TICKS ticks
- * pull from the busiest CPU of the LLC when the load imbalance calls for it. Differs: one level
- * (the LLC), a fixed interval, one task per pass, no active balance.
+ * pull from the busiest CPU of the LLC when the load imbalance calls for it, up to nr_migrate
+ * tasks (detach_tasks()'s loop_max) while it lasts. Differs: one level (the LLC), a fixed
+ * interval, no active balance.
  */
 static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params *params,
 			     u64 now, u64 *st)
@@ -309,10 +391,10 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
 	s64 sum = 0, avg, busiest_load, this_load, imbalance;
 	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
-	struct lab_pull pl = {};
 	const struct cpumask *idle;
-	struct task_struct *t;
+	struct lab_rq *srq;
 	s32 src, kick = -1;
+	bool released;
 
 	/* nohz idle balance: tasks wait here while a CPU of the LLC idles. */
 	if (rq_runnable(rq) >= 2) {
@@ -338,30 +420,22 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	if (!READ_ONCE(nr_overloaded))
 		return;
 	src = find_busiest(cpu, false);
-	if (src < 0)
+	if (src < 0 || !(srq = rq_get(src)))
 		return;
+	/* A CPU held by a higher class: what waits there moves, whatever the loads say (its
+	 * capacity for our tasks is nil, which the kernel's load balancing sees as overload). */
+	released = READ_ONCE(srq->released);
 	bpf_for(i, 0, size)
 		sum += cpu_load(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
 	avg = size ? sum / size : 0;
 	busiest_load = cpu_load(src);
 	this_load = cpu_load(cpu);
-	imbalance = lab_calculate_imbalance(busiest_load, this_load, avg);
-	if (imbalance <= 0 || rq_runnable(rq_get(src) ?: rq) <= rq_runnable(rq))
+	imbalance = released ? -1 : lab_calculate_imbalance(busiest_load, this_load, avg);
+	if (!released && (imbalance <= 0 || rq_runnable(srq) <= rq_runnable(rq)))
 		return;
-	pl.params = params;
-	pl.st = st;
-	pl.now = now;
-	pl.max_load = imbalance;
-	pl.failed = rq->nr_balance_failed;
-	pl.dst = cpu;
-	pl.src = src;
-	pl.custody = true;
-	t = pull_task(&pl);
-	if (!t) {
+	if (!detach_tasks(cpu, src, rq, srq, imbalance, released, params, now)) {
 		rq->nr_balance_failed++;
 		return;
 	}
 	rq->nr_balance_failed = 0;
-	lab_count(st, LAB_ST_PULL_PERIODIC);
-	bpf_task_release(t);
 }

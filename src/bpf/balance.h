@@ -149,6 +149,20 @@ LAB_INLINE u32 lab_nr_runnable(const struct lab_cpu_snap *c)
 }
 
 /*
+ * What the balancer weighs a CPU by: its runnable entities, plus one for a CPU that a higher
+ * class (RT, deadline) holds -- that task runs there and ours wait. The kernel gets there through
+ * capacity: RT pressure shrinks the CPU's capacity (update_cpu_capacity()), so its fair tasks
+ * look like an overload and migrate; here a task of ours waiting behind an RT task is a task
+ * waiting behind a running one.
+ */
+LAB_INLINE u32 lab_nr_busy(const struct lab_cpu_snap *c)
+{
+	u32 n = lab_nr_runnable(c);
+
+	return n ? n + c->released : 0;
+}
+
+/*
  * find_busiest_queue(), one CPU at a time: is @c (another CPU; of @this_llc unless @any_llc)
  * busier than the best so far, which has @best_nr runnable entities? Start with best_nr = 1: a
  * source needs one running and one waiting. Differs: the kernel first picks the busiest group
@@ -159,7 +173,7 @@ LAB_INLINE bool lab_busier(const struct lab_cpu_snap *c, s32 this_cpu, u32 this_
 {
 	if (c->cpu == this_cpu || (!any_llc && c->llc != this_llc))
 		return false;
-	return lab_nr_runnable(c) > best_nr;
+	return lab_nr_busy(c) > best_nr;
 }
 
 /*

@@ -33,9 +33,12 @@ struct lab_rq {
 	/* The pick inserted into the CPU's local DSQ that has not started running yet (0: none):
 	 * the CPU runs it next, so nothing else may be inserted meanwhile. */
 	u32 pending;
+	u16 cpu;		/* the CPU this queue belongs to */
 	u8 pending_stale;	/* an entity joined after that pick: ops.running picks again */
-	u8 overloaded;		/* counted in nr_overloaded: two or more runnable entities */
-	u8 pad2[6];
+	u8 overloaded;		/* counted in nr_overloaded: two or more runnable (lab_nr_busy()) */
+	u8 released;		/* a higher class (RT, deadline) holds the CPU: ops.cpu_release */
+	u8 offline;		/* the CPU is offline: ops.cpu_offline */
+	u8 pad2[2];
 } __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

@@ -185,7 +185,7 @@ s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, boo
 
 	for (i = 0; i < nr; i++) {
 		if (lab_busier(&cpus[i], this_cpu, llc, any_llc, best_nr)) {
-			best_nr = lab_nr_runnable(&cpus[i]);
+			best_nr = lab_nr_busy(&cpus[i]);
 			best = cpus[i].cpu;
 		}
 	}

@@ -158,6 +158,11 @@ enum lab_stat {
 	LAB_ST_PULL_NEWIDLE,		/* tasks pulled by a newidle balance */
 	LAB_ST_PULL_PERIODIC,		/* tasks pulled by the periodic balance */
 	LAB_ST_NOHZ_KICK,		/* idle CPUs kicked to pull from a busy one */
+	LAB_ST_CPU_RELEASE,		/* CPUs taken by a higher class (ops.cpu_release) */
+	LAB_ST_REENQ_MOVED,		/* tasks of a taken CPU's local DSQ moved to an idle CPU */
+	LAB_ST_CPU_ONLINE,		/* CPUs that came online (no reload) */
+	LAB_ST_CPU_OFFLINE,		/* CPUs that went offline (no reload) */
+	LAB_ST_HOTPLUG_MOVED,		/* entities moved off an offline CPU, keeping their lag */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */
@@ -204,6 +209,7 @@ struct lab_knobs {
 enum lab_event_kind {
 	LAB_EV_KNOBS = 1,	/* a CPU saw a new knobs seq: log the change */
 	LAB_EV_EXIT = 2,	/* ops.exit ran: the scheduler is leaving */
+	LAB_EV_HOTPLUG = 3,	/* a CPU went online or offline: re-derive the base slice */
 };
 
 struct lab_event {

@@ -59,9 +59,13 @@ UEI_DEFINE(uei);
  * timer and wakeup preemption normally decide much earlier. */
 #define LAB_SLICE_NS		(20ULL * 1000 * 1000)
 
-/* The sched_ext watchdog: a runnable task of ours that has not run for this long ejects the
- * scheduler (the kernel's EEVDF takes over, and the daemon reports the stall). */
-#define LAB_WATCHDOG_MS		10000
+/*
+ * The sched_ext watchdog: a runnable task of ours that has not run for this long ejects the
+ * scheduler (the kernel's EEVDF takes over, and the daemon reports the stall). The longest the
+ * kernel allows: a fair queue makes a task wait about (queued tasks) x (slice), so with the
+ * default slices a CPU can hold some ten thousand runnable tasks before a fair wait would trip it.
+ */
+#define LAB_WATCHDOG_MS		30000
 
 /* __TASK_STOPPED | __TASK_TRACED | TASK_PARKED | TASK_DEAD | TASK_FROZEN (is_special_task_state) */
 #define LAB_SPECIAL_STATES	(0x4 | 0x8 | 0x40 | 0x80 | 0x8000)
@@ -191,6 +195,14 @@ static __always_inline struct lab_rq *rq_get(s32 cpu)
 	return bpf_map_lookup_elem(&lab_rqs, &c);
 }
 
+/* @cpu is offline (ops.cpu_offline): nothing of ours goes there. */
+static __always_inline bool cpu_offline(s32 cpu)
+{
+	struct lab_rq *rq = rq_get(cpu);
+
+	return !rq || READ_ONCE(rq->offline);
+}
+
 /* @p's per-task context (slot, wakeup facts, load); NULL for a task without a slot (only while
  * the scheduler exits because the pool or memory ran out: see ops.init_task). */
 static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
@@ -248,6 +260,7 @@ static __always_inline const struct lab_params *params_get(void)
 		pc->params.base_slice = k->base_slice_ns;
 		pc->params.normalized_slice = k->normalized_slice_ns;
 		pc->params.migration_cost = k->migration_cost_ns;
+		pc->params.nr_migrate = k->nr_migrate;
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
 		pc->params.measure_scan = measure_scan;
@@ -318,7 +331,8 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 		if (sched_feat(params, DELAY_WAKE_COLD) && now - se->last_ran > params->migration_cost) {
 			lab_leave(tc->slot, now);
 			stat_inc(LAB_ST_SELECT_WAKE_COLD);
-		} else if (!sched_feat(params, DELAY_REQUEUE_SELECT) && allowed(p, cpu)) {
+		} else if (!sched_feat(params, DELAY_REQUEUE_SELECT) && allowed(p, cpu) &&
+			   !cpu_offline(cpu)) {
 			stat_inc(LAB_ST_SELECT_GHOST);
 			return cpu;
 		}
@@ -375,6 +389,23 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 	if (p->policy == LAB_SCHED_NORMAL || p->policy == LAB_SCHED_EXT)
 		wk |= LAB_WK_NORMAL;
 	tc->wake_flags = 0;
+
+	/* Back from the local DSQ of a CPU that a higher class took (ops.cpu_release): an idle CPU
+	 * the task may run on takes it now; without one it waits here for the balancer. */
+	if (enq_flags & SCX_ENQ_REENQ) {
+		s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+		if (idle >= 0 && idle != cpu && !cpu_offline(idle)) {
+			stat_inc(LAB_ST_REENQ_MOVED);
+			lab_leave(tc->slot, scx_bpf_now());
+			if (enqueue_task(tc, idle, LAB_WK_IF_IDLE | LAB_WK_INSERT,
+					 task_custom_slice(p)) == LAB_ENQ_INSERT) {
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, LAB_SLICE_NS, enq_flags);
+				return;
+			}
+			cpu = idle;
+		}
+	}
 
 	ret = enqueue_task(tc, cpu, wk, task_custom_slice(p));
 	switch (ret) {
@@ -664,6 +695,87 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 	return buddy;
 }
 
+/*
+ * ops.cpu_release: a higher class (RT, deadline, stop) took @cpu. What waits in its local DSQ
+ * comes back through ops.enqueue (SCX_ENQ_REENQ), which moves it to an idle CPU; what waits in
+ * its queue counts as waiting behind a running task (lab_nr_busy()), so that an idle CPU's
+ * newidle balance or a busy one's periodic balance pulls it -- and an idle CPU is kicked to do
+ * so now. The kernel's equivalent is RT pressure shrinking the CPU's capacity.
+ */
+void BPF_STRUCT_OPS(lab_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	struct lab_rq *rq = rq_get(cpu);
+	const struct cpumask *idle;
+	s32 kick;
+
+	if (!rq)
+		return;
+	stat_inc(LAB_ST_CPU_RELEASE);
+	lab_rq_set(cpu, LAB_RQ_RELEASED, 1);
+	scx_bpf_reenqueue_local();
+	if (!rq_runnable(rq))
+		return;
+	idle = scx_bpf_get_idle_cpumask();
+	kick = bpf_cpumask_any_distribute(idle);
+	scx_bpf_put_idle_cpumask(idle);
+	if (kick >= 0 && kick < topo.nr_cpus && kick != cpu)
+		scx_bpf_kick_cpu(kick, SCX_KICK_IDLE);
+}
+
+/* ops.cpu_acquire: @cpu is back for sched_ext. */
+void BPF_STRUCT_OPS(lab_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
+{
+	lab_rq_set(cpu, LAB_RQ_RELEASED, 0);
+}
+
+/* ops.cpu_online: @cpu came up: its queue takes tasks again (the scheduler is not reloaded). */
+void BPF_STRUCT_OPS(lab_cpu_online, s32 cpu)
+{
+	stat_inc(LAB_ST_CPU_ONLINE);
+	lab_rq_set(cpu, LAB_RQ_OFFLINE, 0);
+	lab_announce(LAB_EV_HOTPLUG, cpu);
+}
+
+/* How many entities one ops.cpu_offline moves at most (the rest are finalized by the pick's
+ * retries or moved as their tasks wake); a bound for the verifier. */
+#define LAB_OFFLINE_MOVES	4096
+
+/*
+ * ops.cpu_offline: @cpu is going down. Its queue takes nothing more, and what waits in it in
+ * our custody moves to CPUs its tasks may run on, keeping its lag, as the kernel's migration
+ * off a dying CPU does (dequeue without DEQUEUE_SLEEP, enqueue elsewhere); ghosts are finalized.
+ * The kernel moves what runs or waits in the local DSQ itself.
+ */
+void BPF_STRUCT_OPS(lab_cpu_offline, s32 cpu)
+{
+	u32 i, n;
+
+	stat_inc(LAB_ST_CPU_OFFLINE);
+	lab_rq_set(cpu, LAB_RQ_OFFLINE, 1);
+	lab_announce(LAB_EV_HOTPLUG, cpu);
+	bpf_for(i, 0, LAB_OFFLINE_MOVES) {
+		struct task_struct *t;
+		s32 dst;
+
+		n = lab_first_movable(cpu);
+		if (!n)
+			break;
+		t = slot_task(n);
+		lab_leave(n, scx_bpf_now());
+		if (!t)
+			continue;
+		dst = scx_bpf_pick_idle_cpu(t->cpus_ptr, 0);
+		if (dst < 0 || cpu_offline(dst))
+			dst = bpf_cpumask_any_distribute(t->cpus_ptr);
+		if (dst >= 0 && dst < topo.nr_cpus && dst != cpu && !cpu_offline(dst)) {
+			join_queue(t, dst, 0);
+			stat_inc(LAB_ST_HOTPLUG_MOVED);
+			scx_bpf_kick_cpu(dst, SCX_KICK_IDLE);
+		}
+		bpf_task_release(t);
+	}
+}
+
 /* ops.init_task: a slot for the task's entity (sched_fork()'s __sched_fork() of the fair
  * entity). */
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_init_task_args *args)
@@ -742,6 +854,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 			break;
 		/* init_cfs_rq(): start v0 just below zero so that wrap-around bugs show early. */
 		rq->cfs.zero_vruntime = (u64)(-(1LL << 20));
+		rq->cpu = cpu;
 		newidle_init(&rq->ni, bpf_ktime_get_ns());
 		if (hrtick_init(cpu))
 			break;
@@ -778,6 +891,10 @@ SCX_OPS_DEFINE(lab_ops,
 	       .set_weight = (void *)lab_set_weight,
 	       .set_cpumask = (void *)lab_set_cpumask,
 	       .yield = (void *)lab_yield,
+	       .cpu_acquire = (void *)lab_cpu_acquire,
+	       .cpu_release = (void *)lab_cpu_release,
+	       .cpu_online = (void *)lab_cpu_online,
+	       .cpu_offline = (void *)lab_cpu_offline,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,
 	       .disable = (void *)lab_disable,

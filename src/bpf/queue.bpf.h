@@ -120,17 +120,28 @@ static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
  */
 u64 nr_overloaded __attribute__((aligned(64)));
 u64 nr_overloaded_pad[7];
+/* The overloaded CPUs, one bit each: what a balance looks at, instead of every CPU. */
+u64 overloaded_mask[LAB_MAX_CPUS / 64] __attribute__((aligned(64)));
 
-/* Keep @rq's share of nr_overloaded current (call with the queue locked, after a change). */
+/* Keep @rq's share of nr_overloaded current (call with the queue locked, after a change): two
+ * or more runnable entities, or one behind a higher class's task (lab_nr_busy()). */
 static __always_inline void rq_overload_update(struct lab_rq *rq)
 {
-	u32 q = rq->cfs.nr_queued, d = rq->cfs.nr_delayed;
-	u8 ov = q > d && q - d >= 2;
+	u32 q = rq->cfs.nr_queued, d = rq->cfs.nr_delayed, n = q > d ? q - d : 0;
+	u8 ov = n && n + rq->released >= 2;
+	u64 bit = 1ULL << (rq->cpu & 63);
+	u32 w = (rq->cpu / 64) & (LAB_MAX_CPUS / 64 - 1);
 
 	if (ov == rq->overloaded)
 		return;
 	rq->overloaded = ov;
-	__sync_fetch_and_add(&nr_overloaded, ov ? 1 : -1);
+	if (ov) {
+		__sync_fetch_and_or(&overloaded_mask[w], bit);
+		__sync_fetch_and_add(&nr_overloaded, 1);
+	} else {
+		__sync_fetch_and_and(&overloaded_mask[w], ~bit);
+		__sync_fetch_and_add(&nr_overloaded, -1);
+	}
 }
 
 /*
@@ -293,6 +304,9 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		return LAB_ENQ_REFUSED;
 	}
 	rq_load_touch(rq, pool, now);
+	/* Re-enqueued from the local DSQ (ops.cpu_release): it is not waiting there any more. */
+	if (rq->pending == n)
+		rq->pending = 0;
 	if (account_remote(&rq->cfs, pool, krq, params, st) && resched_curr_lazy(rq, st))
 		ret = LAB_ENQ_KICK;
 	if (se->on_rq && se->cpu == cpu) {
@@ -384,6 +398,9 @@ static __always_inline void join_queue(struct task_struct *p, s32 cpu, u32 wk_bi
 		hrtick_update(cpu, ret);
 }
 
+/* Entities lab_first_movable() looks at past running and inserted ones. */
+#define LAB_PULL_SCAN_OFFLINE	8
+
 /* What lab_dispatch_pick() found. */
 #define LAB_PICK_NONE	0	/* nothing to run: balance */
 #define LAB_PICK_KEEP	-1	/* keep prev running */
@@ -429,6 +446,54 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 	rq_overload_update(rq);
 	bpf_spin_unlock(&rq->lock);
 	return ret;
+}
+
+/* Set @cpu's released (a higher class holds it) or offline flag to @val, under its lock. */
+#define LAB_RQ_RELEASED	0
+#define LAB_RQ_OFFLINE	1
+__noinline int lab_rq_set(s32 cpu, u32 which, u32 val)
+{
+	struct lab_rq *rq = rq_get(cpu);
+
+	if (!rq)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	if (which == LAB_RQ_RELEASED)
+		rq->released = val;
+	else
+		rq->offline = val;
+	rq_overload_update(rq);
+	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+/* The first entity of @cpu's queue in the scheduler's custody (not running, not inserted), or a
+ * ghost; 0 when none: what ops.cpu_offline moves away, one at a time. */
+__noinline u32 lab_first_movable(s32 cpu)
+{
+	lab_pool_t *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+	u32 n, found = 0;
+	int i;
+
+	if (!rq)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	n = rb_first(&rq->cfs, pool);
+	bpf_for(i, 0, LAB_PULL_SCAN_OFFLINE) {
+		lab_se_t *se;
+
+		if (!n)
+			break;
+		se = SE(pool, n);
+		if (se->delayed || (se->custody && !se->running)) {
+			found = n;
+			break;
+		}
+		n = rb_next(pool, n);
+	}
+	bpf_spin_unlock(&rq->lock);
+	return found;
 }
 
 /* Give @slot back to the custody of @cpu's queue after a dispatch that could not happen. */

@@ -40,8 +40,10 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 	c->load = 0;
 	c->weight = 0;
 	c->weight_exact = 1;
+	c->released = 0;
 	if (!rq)
 		return 0;
+	c->released = READ_ONCE(rq->released);
 	c->nr_queued = READ_ONCE(rq->cfs.nr_queued);
 	c->nr_delayed = READ_ONCE(rq->cfs.nr_delayed);
 	c->load = (s64)READ_ONCE(rq->load.avg);
@@ -62,10 +64,12 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 static __always_inline void cpu_snap(s32 cpu, const struct task_struct *p,
 				     const struct cpumask *idle, struct lab_cpu_snap *c)
 {
+	struct lab_rq *rq = rq_get(cpu);
+
 	lab_cpu_snap_read(cpu, c);
-	c->pad = 0;
 	c->idle = idle ? bpf_cpumask_test_cpu(cpu, idle) : 0;
-	c->allowed = p ? bpf_cpumask_test_cpu(cpu, p->cpus_ptr) : 1;
+	c->allowed = (p ? bpf_cpumask_test_cpu(cpu, p->cpus_ptr) : 1) &&
+		     !(rq && READ_ONCE(rq->offline));
 }
 
 /* available_idle_cpu() for @cpu, whose bit in the built-in idle mask is @in_idle_mask. A global

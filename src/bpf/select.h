@@ -31,9 +31,9 @@ struct lab_cpu_snap {
 	u32 nr_queued;		/* queued entities, running one and ghosts included (rq->nr_running) */
 	u32 nr_delayed;		/* ghosts among them */
 	u8 idle;		/* idle in the built-in idle mask */
-	u8 allowed;		/* in the task's cpus_ptr */
+	u8 allowed;		/* in the task's cpus_ptr (and online) */
 	u8 weight_exact;	/* @weight is the plain sum (no PARANOID_AVG shift applied) */
-	u8 pad;
+	u8 released;		/* a higher scheduling class holds the CPU (ops.cpu_release) */
 };
 
 /* cpus_share_cache() */

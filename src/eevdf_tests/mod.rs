@@ -157,6 +157,7 @@ fn params(features: u64) -> lab_params {
         migration_cost: 500_000,
         tick_ns: TICK,
         measure_scan: 1,
+        nr_migrate: 32,
     }
 }
 

@@ -1,0 +1,50 @@
+# Task bookkeeping without a fixed limit: no fork fails because of the scheduler.
+#  - The daemon starts with the kernel's task limits low (threads-max 2,000: the task pool's cap
+#    is chosen from them at load), then they are raised as on a big host (pid_max 4,194,304,
+#    threads-max 200,000): 40,000 threads alive at once are all created and all run. The pool
+#    fills its load-time cap on the way: the scheduler exits with the reason and a restart
+#    request, the daemon reloads it sized for the new limits, and no fork fails meanwhile.
+#  - 200,000 short-lived processes are all forked and reaped.
+#  - Afterwards the scheduler is attached and holds about as many tasks as before.
+# The VM needs about 1 GiB for the threads' kernel stacks (scripts/test boots with 4 GiB).
+. ./lib.sh
+
+threads_max0=$(cat /proc/sys/kernel/threads-max)
+pid_max0=$(cat /proc/sys/kernel/pid_max)
+maps0=$(cat /proc/sys/vm/max_map_count)
+restore_limits() {
+	echo "$threads_max0" >/proc/sys/kernel/threads-max
+	echo "$pid_max0" >/proc/sys/kernel/pid_max
+	echo "$maps0" >/proc/sys/vm/max_map_count
+}
+echo 2000 >/proc/sys/kernel/threads-max || fail "cannot lower threads-max"
+start_lab
+seq0=$(cat $SCX/enable_seq)
+tasks0=$(counters tasks)
+note "attached with $(counters task_slots) slots and $tasks0 tasks; $(grep -o 'task pool: .*' "$LAB_LOG")"
+
+echo 4194304 >/proc/sys/kernel/pid_max || { restore_limits; fail "cannot raise pid_max"; }
+echo 200000 >/proc/sys/kernel/threads-max || { restore_limits; fail "cannot raise threads-max"; }
+# Each thread maps its stack, a guard page and a signal stack.
+echo 1000000 >/proc/sys/vm/max_map_count || { restore_limits; fail "cannot raise max_map_count"; }
+out=$(scx_eevdf_lab spawn --threads 40000 --procs 4 2>&1); rc=$?
+note "$out"
+[ $rc -eq 0 ] || { restore_limits; fail "spawn --threads 40000 exited with $rc"; }
+check "all 40,000 threads were created and ran" sh -c "echo '$out' | grep -q '40000 created, 0 failed, 40000 ran'"
+check "the pool's load-time cap was reached, and the daemon said so" grep -q "task pool is full" "$LAB_LOG"
+n=0; while ! lab_attached && [ $n -lt 900 ]; do sleep 0.1; n=$((n + 1)); done
+check "the daemon reloaded the scheduler (enable_seq moved) and it is attached" \
+	sh -c "lab_attached() { [ \"\$(cat $SCX/state)\" = enabled ]; }; lab_attached && [ \$(cat $SCX/enable_seq) -ne $seq0 ]"
+check "it is ours" sh -c "case \$(cat $SCX/root/ops) in eevdf_lab*) ;; *) exit 1 ;; esac"
+
+out=$(scx_eevdf_lab spawn --forks 200000 2>&1); rc=$?
+note "$out"
+[ $rc -eq 0 ] || { restore_limits; fail "spawn --forks 200000 exited with $rc"; }
+check "all 200,000 processes were forked and reaped" sh -c "echo '$out' | grep -q '200000 reaped, 0 failed'"
+check "still attached" lab_attached
+tasks1=$(counters tasks)
+note "tasks with a slot: $tasks0 at the start, $tasks1 now ($(counters task_slots) slots)"
+check "the task count is back to the baseline (within 16)" \
+	[ $((tasks1 - tasks0)) -le 16 ] && [ $((tasks0 - tasks1)) -le 16 ]
+restore_limits
+stop_lab

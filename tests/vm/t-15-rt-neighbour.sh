@@ -1,0 +1,30 @@
+# A CPU taken by a higher class: a SCHED_FIFO hog pinned to CPU 1 at 100 % for 30 s while 8 lab
+# CPU hogs that may run anywhere are queued. When the RT task takes CPU 1, ops.cpu_release hands
+# back what waits in its local DSQ and the balancer empties its queue (a released CPU counts as
+# busy whatever its load): every hog runs elsewhere, none goes a second without CPU time (sampled
+# every 50 ms from a SCHED_FIFO sampler), every one gets at least half its fair share of the three
+# other CPUs, and the scheduler stays attached.
+#
+# Timing boot (icount): shares and stalls are guest time, which host load cannot stretch.
+# boot: timing
+. ./lib.sh
+
+SECS=30
+start_lab
+seq0=$(cat $SCX/enable_seq)
+before=$(counters cpu_release reenq_moved pull_periodic)
+out=$(scx_eevdf_lab spawn --hogs 8 --fifo-cpu 1 --secs $SECS 2>&1) || fail "spawn --hogs: $out"
+after=$(counters cpu_release reenq_moved pull_periodic)
+echo "$out" | sed 's/^/  /'
+note "ops.cpu_release $(delta "$before" "$after" 1), local tasks moved $(delta "$before" "$after" 2), periodic pulls $(delta "$before" "$after" 3)"
+least=$(echo "$out" | sed -n 's/^hogs: least served \([0-9]*\) ms.*/\1/p')
+stall=$(echo "$out" | sed -n 's/.*longest stall \([0-9]*\) ms.*/\1/p')
+[ -n "$least" ] && [ -n "$stall" ] || fail "no summary from spawn --hogs"
+# A fair share: 3 CPUs for 8 hogs.
+half=$((SECS * 1000 * 3 / 8 / 2))
+check "the longest stall of a hog is under 1 s ($stall ms)" [ "$stall" -lt 1000 ]
+check "every hog got at least half its fair share ($least ms of $((half * 2)) ms)" [ "$least" -ge $half ]
+check "ops.cpu_release ran" [ "$(delta "$before" "$after" 1)" -gt 0 ]
+check "still attached, never ejected or reloaded" \
+	sh -c "[ \"\$(cat $SCX/state)\" = enabled ] && [ \$(cat $SCX/enable_seq) -eq $seq0 ]"
+stop_lab
