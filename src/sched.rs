@@ -375,6 +375,7 @@ fn measure_hz(skel: &BpfSkel) -> Result<u64> {
 /// (CPU hotplug). Returns Ok when detached on request; an error carries the exit reason.
 pub fn run(opts: &RunOpts) -> Result<()> {
     crate::sysfs::require_sched_ext()?;
+    crate::preflight::require_supported_kernel()?;
     crate::preflight::require_root()?;
     crate::sysfs::require_no_scheduler()?;
 
