@@ -570,6 +570,16 @@ pub fn describe() -> Result<()> {
 ///
 /// Without a count it waits for the scheduler to come (back), like scx's monitors; with a
 /// count (scripts, tests) it gives up after a few seconds without a stats server.
+/// Fails on a `--field` name that is not a counter.
+pub fn check_fields(fields: &[String]) -> Result<()> {
+    for f in fields {
+        if !COUNTERS.contains(&f.as_str()) && f != "interval_s" {
+            bail!("unknown stats field {f:?}; fields: {}", COUNTERS.join(" "));
+        }
+    }
+    Ok(())
+}
+
 pub fn monitor(
     interval: Duration,
     json: bool,
@@ -577,11 +587,7 @@ pub fn monitor(
     fields: &[String],
     mut should_exit: impl FnMut() -> bool,
 ) -> Result<()> {
-    for f in fields {
-        if !COUNTERS.contains(&f.as_str()) && f != "interval_s" {
-            bail!("unknown stats field {f:?}; fields: {}", COUNTERS.join(" "));
-        }
-    }
+    check_fields(fields)?;
     let mut n = 0u64;
     let mut waited = 0u32;
     let mut first = true;
