@@ -404,9 +404,15 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         tunables: opts.tunables,
     };
     let mut open_object = MaybeUninit::uninit();
-    loop {
-        let mut sched = Scheduler::init(opts, knobs, &mut open_object)?;
-        let uei = sched.run(&shutdown, &wake_rx)?;
+    let result = loop {
+        let mut sched = match Scheduler::init(opts, knobs, &mut open_object) {
+            Ok(s) => s,
+            Err(e) => break Err(e),
+        };
+        let uei = match sched.run(&shutdown, &wake_rx) {
+            Ok(u) => u,
+            Err(e) => break Err(e),
+        };
         // A restart keeps the live changes made so far.
         knobs = sched.knobs();
         drop(sched);
@@ -427,6 +433,10 @@ pub fn run(opts: &RunOpts) -> Result<()> {
             continue;
         }
         info!("detached");
-        return Ok(());
-    }
+        break Ok(());
+    };
+    // Nothing of the daemon stays behind: the knobs pin (the Scheduler's), its stats socket.
+    control::unpin();
+    stats::remove_socket();
+    result
 }

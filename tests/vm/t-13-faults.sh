@@ -12,6 +12,9 @@ kernel_knobs() {
 	echo "$(cat $DBG/features) $(cat $DBG/base_slice_ns $DBG/migration_cost_ns $DBG/nr_migrate $DBG/tunable_scaling $DBG/preempt | tr '\n' ' ')"
 }
 
+# serves_stats: the daemon answers a stats request.
+serves_stats() { counters dispatches >/dev/null; }
+
 # lab_knobs: the running lab's features, tunables and write count.
 lab_knobs() { echo "$(scx_eevdf_lab features) $(scx_eevdf_lab get | tr '\n' ' ') seq=$(knob_seq)"; }
 
@@ -88,7 +91,83 @@ row_input() {
 	stop_lab
 }
 
-for r in ${T13_ROWS:-input}; do
+# --- the daemon killed with SIGKILL under load ---------------------------------------------------
+# The kernel disables the scheduler when the struct_ops link's last holder dies: tasks go back to
+# its EEVDF at once. The knobs pin stays (nobody removed it); the CLI calls it left over, and the
+# next start replaces it and runs with its own settings.
+row_kill() {
+	start_lab --features NO_DELAY_ZERO
+	stress_mix 15 & sp=$!
+	sleep 3
+	kill -KILL "$LAB_PID"
+	wait "$LAB_PID" 2>/dev/null
+	LAB_PID=
+	check "the kernel disabled the scheduler within 10 s of the SIGKILL" wait_state disabled 100
+	check "the kernel logged an unregistration, not an error" \
+		sh -c 'dmesg | tail -n 5 | grep -q "sched_ext: BPF scheduler .* disabled (unregistered from user space)"'
+	check "the knobs pin is left over" [ -e "$KNOBS_PIN" ]
+	out=$(scx_eevdf_lab get 2>&1); rc=$?
+	check "the CLI exits 1 and says the pin is left over" [ $rc -eq 1 ]
+	echo "$out" | grep -q "left over" || fail "message: $out"
+	wait $sp || fail "the stressors failed after the scheduler was gone: $(tail -n 3 /tmp/stress.log)"
+	note "ok: the stressors ran on to the end under the kernel's EEVDF"
+	start_lab
+	check "the next start replaced the stale pin" grep -q "replacing $KNOBS_PIN left over" "$LAB_LOG"
+	check "it runs with its own settings, not the killed daemon's" \
+		sh -c 'scx_eevdf_lab features | grep -q " DELAY_ZERO "'
+	check "it serves stats" serves_stats
+	stop_lab
+	check "a clean stop leaves no pin and no stats socket" \
+		sh -c '[ ! -e /sys/fs/bpf/scx_eevdf_lab ] && [ ! -e /var/run/scx/root/stats ]'
+}
+
+# --- the daemon stopped (SIGSTOP) ---------------------------------------------------------------
+# The BPF scheduler does not depend on its daemon: scheduling goes on and the watchdog does not
+# fire (a stopped task is not a runnable one), here for more than twice a 5 s watchdog timeout.
+# Control writes still land (they go to the pinned map, not through the daemon); a stats request
+# fails after 10 s with a clear line; after SIGCONT the daemon serves and logs again.
+STOP_S=12
+row_stop() {
+	export SCX_TIMEOUT_MS=5000
+	start_lab
+	unset SCX_TIMEOUT_MS
+	check "the watchdog timeout is 5 s" grep -q "timeout_ms to 5000" "$LAB_LOG"
+	seq0=$(cat $SCX/enable_seq)
+	sh -c 'while :; do :; done' & h1=$!
+	sh -c 'while :; do :; done' & h2=$!
+	sleep 1
+	kill -STOP "$LAB_PID"
+	t0=$(awk '{print $1}' /proc/uptime) a0=$(cut -d' ' -f1 /proc/$h1/schedstat) b0=$(cut -d' ' -f1 /proc/$h2/schedstat)
+	(timeout 60 scx_eevdf_lab monitor --count 1 --field dispatches >$TMPD/mon.out 2>$TMPD/mon.err; echo $? >$TMPD/mon.rc) &
+	mp=$!
+	out=$(timeout 20 scx_eevdf_lab features NO_DELAY_ZERO 2>&1) || fail "a control write while the daemon is stopped: $out"
+	note "ok: a control write lands while the daemon is stopped ($out)"
+	sleep $STOP_S
+	t1=$(awk '{print $1}' /proc/uptime) a1=$(cut -d' ' -f1 /proc/$h1/schedstat) b1=$(cut -d' ' -f1 /proc/$h2/schedstat)
+	check "still attached, never reloaded, after $STOP_S s stopped" \
+		sh -c "[ \"\$(cat $SCX/state)\" = enabled ] && [ \"\$(cat $SCX/enable_seq)\" = $seq0 ]"
+	# Each hog ran at least a tenth of the time (two hogs on four CPUs: they could take all).
+	for d in "$((a1 - a0))" "$((b1 - b0))"; do
+		awk -v d="$d" -v t0="$t0" -v t1="$t1" 'BEGIN { exit !(d / 1e9 >= (t1 - t0) / 10) }' ||
+			fail "a hog ran $d ns in $(awk -v a="$t0" -v b="$t1" 'BEGIN{print b - a}') s"
+	done
+	note "ok: both hogs kept running ($((a1 - a0)) and $((b1 - b0)) ns of CPU)"
+	wait $mp
+	check "the stats request failed with exit status 1" [ "$(cat $TMPD/mon.rc)" = 1 ]
+	grep -q "did not answer the stats request within 10 s (is it stopped?)" $TMPD/mon.err ||
+		fail "monitor said: $(cat $TMPD/mon.err)"
+	kill -CONT "$LAB_PID"
+	check "after SIGCONT it serves stats" serves_stats
+	check "and takes control writes" sh -c 'scx_eevdf_lab set base_slice_ns=3000000 2>/dev/null &&
+		[ "$(scx_eevdf_lab get base_slice_ns)" = 3000000 ]'
+	check "the write made while it was stopped is in effect" sh -c 'scx_eevdf_lab features | grep -q NO_DELAY_ZERO'
+	n=0; until grep -q "features changed: NO_DELAY_ZERO" "$LAB_LOG" || [ $n -ge 50 ]; do sleep 0.1; n=$((n + 1)); done
+	check "and logged by the daemon once it ran again" grep -q "features changed: NO_DELAY_ZERO" "$LAB_LOG"
+	kill $h1 $h2
+	stop_lab
+}
+
+for r in ${T13_ROWS:-input kill stop}; do
 	echo "  -- $r"
 	"row_$r"
 done
