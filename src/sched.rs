@@ -91,6 +91,9 @@ impl Drop for PoolView {
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     struct_ops: Option<libbpf_rs::Link>,
+    /// Leave the knobs pinned when going away: the kernel asked for a restart, and the next
+    /// instance takes them over.
+    keep_pin: bool,
     /// The knobs last seen, for the change log.
     knobs: Knobs,
     pool: PoolView,
@@ -104,9 +107,13 @@ pub struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
+    /// Opens, loads and attaches the scheduler with `knobs`. On a `restart` (the kernel asked
+    /// for one), the knobs are those of the previous instance's still-pinned map, written since
+    /// it exited or not, re-derived for the new CPU count where nobody wrote them.
     pub fn init(
         opts: &RunOpts,
         knobs: Knobs,
+        restart: bool,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let mut builder = BpfSkelBuilder::default();
@@ -146,9 +153,28 @@ impl<'a> Scheduler<'a> {
         skel.maps.data_data.as_mut().unwrap().tick_ns = 1_000_000_000 / hz;
         info!("kernel HZ: {hz}");
 
-        // The knobs are in place before the first callback runs, and reachable by the CLI.
+        // The knobs are in place before the first callback runs, and reachable by the CLI. A
+        // reload takes them over from the old map under the writers' lock, so that a write
+        // lands in the old map before the take-over or in the new one after the swap.
+        let lock = control::WriterLock::acquire(Duration::from_secs(10))
+            .inspect_err(|e| warn!("{e:#}; taking the knobs over without it"))
+            .ok();
+        let knobs = if restart {
+            let carried = control::carry_over(knobs);
+            if carried.seq == knobs.seq {
+                let mut k = knobs;
+                rederive_for_cpus(&mut k.tunables);
+                k
+            } else {
+                info!("taking over the knobs written during the reload");
+                carried
+            }
+        } else {
+            knobs
+        };
         control::write_map(&skel.maps.lab_knobs, &knobs)?;
-        control::pin(&skel.maps.lab_knobs)?;
+        control::pin(&skel.maps.lab_knobs, restart)?;
+        drop(lock);
         let events = crate::events::Listener::start(&skel.maps.lab_events)?;
 
         let struct_ops = match scx_ops_attach!(skel, lab_ops) {
@@ -183,6 +209,7 @@ impl<'a> Scheduler<'a> {
         Ok(Self {
             skel,
             struct_ops,
+            keep_pin: false,
             knobs,
             pool,
             stats_server,
@@ -297,9 +324,21 @@ impl<'a> Scheduler<'a> {
                 bss.nr_alloc_fail
             );
         }
+        let ejected = uei_exited!(&self.skel, uei);
+        if !ejected {
+            // Asked to stop: a control write racing the detach either lands before the pin
+            // goes (while attached) or finds no pin.
+            control::unpin();
+        }
         self.struct_ops.take();
-        control::unpin();
-        uei_report!(&self.skel, uei)
+        let uei = uei_report!(&self.skel, uei)?;
+        if ejected && uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
+            self.keep_pin = true;
+        } else {
+            control::unpin();
+        }
+        self.log_knob_changes();
+        Ok(uei)
     }
 
     pub fn knobs(&self) -> Knobs {
@@ -310,7 +349,23 @@ impl<'a> Scheduler<'a> {
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         self.struct_ops.take();
-        control::unpin();
+        if !self.keep_pin {
+            control::unpin();
+        }
+    }
+}
+
+/// update_sysctl(): on hotplug the kernel re-derives the base slice from the normalized one for
+/// the new CPU count, overwriting a base_slice_ns written since.
+fn rederive_for_cpus(t: &mut crate::features::Tunables) {
+    let ncpus = crate::topology::online_cpus();
+    let base = t.derived_base_slice(ncpus);
+    if base != t.base_slice_ns {
+        info!(
+            "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",
+            t.base_slice_ns
+        );
+        t.base_slice_ns = base;
     }
 }
 
@@ -404,8 +459,9 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         tunables: opts.tunables,
     };
     let mut open_object = MaybeUninit::uninit();
+    let mut restart = false;
     let result = loop {
-        let mut sched = match Scheduler::init(opts, knobs, &mut open_object) {
+        let mut sched = match Scheduler::init(opts, knobs, restart, &mut open_object) {
             Ok(s) => s,
             Err(e) => break Err(e),
         };
@@ -418,18 +474,7 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         drop(sched);
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
             info!("the kernel asked for a restart (CPU hotplug); reloading");
-            // update_sysctl(): on hotplug the kernel re-derives the base slice from the
-            // normalized one for the new CPU count, overwriting a base_slice_ns written since.
-            let t = &mut knobs.tunables;
-            let ncpus = crate::topology::online_cpus();
-            let base = t.derived_base_slice(ncpus);
-            if base != t.base_slice_ns {
-                info!(
-                    "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",
-                    t.base_slice_ns
-                );
-                t.base_slice_ns = base;
-            }
+            restart = true;
             continue;
         }
         info!("detached");

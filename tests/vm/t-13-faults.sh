@@ -167,7 +167,74 @@ row_stop() {
 	stop_lab
 }
 
-for r in ${T13_ROWS:-input kill stop}; do
+# --- control writes racing the daemon's detach ----------------------------------------------------
+# Writers flip two tunables together while the daemon is stopped with SIGINT: every write exits
+# 0 (made while attached) or 1 with one error line, none hangs, no reader ever sees one tunable
+# of a pair without the other, and nothing is left behind.
+row_race() {
+	: >$TMPD/race.rc
+	: >$TMPD/race.err
+	for delay in 0.5 2; do
+		start_lab
+		(
+			i=0
+			while [ $i -lt 30 ]; do
+				if [ $((i % 2)) = 0 ]; then p="base_slice_ns=3000000 migration_cost_ns=250000"
+				else p="base_slice_ns=2100000 migration_cost_ns=500000"; fi
+				# shellcheck disable=SC2086
+				timeout 20 scx_eevdf_lab set $p >/dev/null 2>>$TMPD/race.err; echo "set $?" >>$TMPD/race.rc
+				timeout 20 scx_eevdf_lab features NO_DELAY_ZERO >/dev/null 2>>$TMPD/race.err
+				echo "features $?" >>$TMPD/race.rc
+				i=$((i + 1))
+			done
+		) &
+		wp=$!
+		(
+			while kill -0 $wp 2>/dev/null; do
+				timeout 20 scx_eevdf_lab get >$TMPD/get 2>/dev/null || continue
+				b=$(sed -n 's/^base_slice_ns=//p' $TMPD/get) m=$(sed -n 's/^migration_cost_ns=//p' $TMPD/get)
+				case "$b/$m" in 3000000/250000 | 2100000/500000) ;; *) echo "torn: $b/$m" >>$TMPD/race.torn ;; esac
+			done
+		) &
+		rp=$!
+		sleep $delay
+		kill -INT "$LAB_PID"
+		wait "$LAB_PID" || fail "the daemon exited with $? after SIGINT"
+		LAB_PID=
+		wait $wp
+		wait $rp
+		check "the scheduler is detached" wait_state disabled 50
+		check "no pin is left" [ ! -e /sys/fs/bpf/scx_eevdf_lab ]
+	done
+	ok=$(grep -c ' 0$' $TMPD/race.rc) failed=$(grep -c ' 1$' $TMPD/race.rc) all=$(wc -l <$TMPD/race.rc)
+	check "every write exited 0 or 1 ($ok landed, $failed refused, of $all)" [ $((ok + failed)) -eq "$all" ]
+	check "some writes landed before the detach" [ "$ok" -gt 0 ]
+	check "every refusal is one error line" [ "$(grep -c '^scx_eevdf_lab: error: ' $TMPD/race.err)" -eq "$failed" ]
+	grep '^scx_eevdf_lab: error: ' $TMPD/race.err | sed 's/^scx_eevdf_lab: error: //' | sort | uniq -c | sed 's/^/  refused: /'
+	check "no reader saw a torn pair of tunables" [ ! -s $TMPD/race.torn ]
+	# The narrow case, made certain: a writer that found the pin waits for the writers' lock
+	# (held here) while the daemon detaches, then writes into the detached scheduler's map.
+	start_lab
+	(flock -x 9 && sleep 4) 9>/run/scx_eevdf_lab.lock &
+	lp=$!
+	sleep 0.5
+	timeout 30 scx_eevdf_lab set base_slice_ns=3000000 >/dev/null 2>$TMPD/late.err &
+	cp=$!
+	sleep 1.5
+	kill -INT "$LAB_PID"
+	wait "$LAB_PID" || fail "the daemon exited with $? after SIGINT"
+	LAB_PID=
+	wait $lp
+	wait $cp; rc=$?
+	check "a write that lands after the detach exits 1" [ $rc -eq 1 ]
+	grep -q "the scheduler detached while the change was being written: it is not in effect" $TMPD/late.err ||
+		fail "it said: $(cat $TMPD/late.err)"
+	note "ok: and says that it is not in effect"
+	check "no pin is left" [ ! -e /sys/fs/bpf/scx_eevdf_lab ]
+	check "no lab process is left" sh -c '! pidof scx_eevdf_lab >/dev/null'
+}
+
+for r in ${T13_ROWS:-input kill stop race}; do
 	echo "  -- $r"
 	"row_$r"
 done
