@@ -101,6 +101,10 @@ pub enum Cmd {
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
     #[command(after_help = crate::bench::ARMS_HELP)]
     Bench(crate::bench::BenchArgs),
+    /// Put back what a bench that did not finish (killed with SIGKILL, a crash) had changed:
+    /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started. It reads
+    /// the journal every bench keeps in /run/scx_eevdf_lab (the next bench does the same).
+    Restore,
     /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
     /// /etc/bash_completion.d/scx_eevdf_lab`).
     Completions {
@@ -192,6 +196,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
         Some(Cmd::Bench(args)) => return crate::bench::run(args),
+        Some(Cmd::Restore) => cmd_restore()?,
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::DiffKernel) => return cmd_diff_kernel(),
         Some(Cmd::Completions { shell }) => {
@@ -274,6 +279,33 @@ fn show_features() -> Result<()> {
         }
         Err(e) => bail!("{lab_err:#}; and {e:#}"),
     }
+}
+
+fn cmd_restore() -> Result<()> {
+    use crate::bench::journal;
+    let path = std::path::Path::new(journal::PATH);
+    if !path.exists() {
+        eprintln!("nothing to restore: no bench journal at {}", journal::PATH);
+        return Ok(());
+    }
+    crate::preflight::require_root()?;
+    match journal::recover(path)? {
+        None => eprintln!("nothing to restore: no bench journal at {}", journal::PATH),
+        Some((pid, done)) => {
+            for d in &done {
+                println!("{d}");
+            }
+            eprintln!(
+                "put back what bench pid {pid} had changed{}",
+                if done.is_empty() {
+                    " (nothing had changed)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(())
 }
 
 fn cmd_get(name: Option<&str>) -> Result<()> {

@@ -12,6 +12,7 @@
 pub mod arms;
 pub mod counters;
 pub mod env;
+pub mod journal;
 pub mod plot;
 pub mod protocol;
 pub mod report;
@@ -309,6 +310,20 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     if wls.is_empty() {
         return Err(bad_msg("no workload given"));
+    }
+    // What a bench killed before it could restore left behind goes back first, so that this
+    // one starts from (and restores to) the settings from before that one.
+    if crate::preflight::is_root()
+        && let Some((pid, done)) = journal::recover(std::path::Path::new(journal::PATH))?
+    {
+        eprintln!(
+            "scx_eevdf_lab bench: put back what an unfinished bench (pid {pid}) had changed: {}",
+            if done.is_empty() {
+                "nothing had changed".to_string()
+            } else {
+                done.join("; ")
+            }
+        );
     }
     // The arms against the settings the bench starts from (read only), so that a bad arm is
     // refused before anything is created.

@@ -234,7 +234,70 @@ row_race() {
 	check "no lab process is left" sh -c '! pidof scx_eevdf_lab >/dev/null'
 }
 
-for r in ${T13_ROWS:-input kill stop race}; do
+# --- a bench killed with SIGKILL ---------------------------------------------------------------
+# Before it changes anything a bench writes a journal of what it found; killed, it cannot put
+# things back, so `scx_eevdf_lab restore` or the next bench does, from the journal. A scheduler
+# the bench started detaches by itself (its parent-death signal is SIGINT).
+JOURNAL=/run/scx_eevdf_lab/bench.journal
+CHANGED_ARM=eevdf:NO_DELAY_ZERO+NO_RUN_TO_PARITY,base_slice_ns=3000000,preempt=full
+
+# bench_until_changed LOG: a long bench of the changed arm in the background (BENCH_PID), back
+# once the kernel runs with its settings.
+bench_until_changed() {
+	scx_eevdf_lab bench "$CHANGED_ARM" -w pingpong --quick -n 100 --no-plots -o $TMPD/bench \
+		>"$1" 2>&1 &
+	BENCH_PID=$!
+	n=0
+	until grep -q NO_DELAY_ZERO $DBG/features && [ "$(cat $DBG/base_slice_ns)" = 3000000 ]; do
+		kill -0 $BENCH_PID 2>/dev/null || fail "the bench exited: $(tail -n 5 "$1")"
+		[ $n -lt 1200 ] || fail "the bench did not set its knobs within 120 s"
+		sleep 0.1; n=$((n + 1))
+	done
+}
+
+row_benchkill() {
+	k0=$(kernel_knobs)
+	bench_until_changed $TMPD/bench1.log
+	check "the bench keeps a journal" [ -s $JOURNAL ]
+	kill -KILL $BENCH_PID; wait $BENCH_PID 2>/dev/null
+	check "killed, it left the kernel's knobs changed" [ "$(kernel_knobs)" != "$k0" ]
+	out=$(scx_eevdf_lab restore 2>&1); rc=$?
+	echo "$out" | sed 's/^/  restore| /'
+	check "scx_eevdf_lab restore exits 0" [ $rc -eq 0 ]
+	check "and puts every knob back" [ "$(kernel_knobs)" = "$k0" ]
+	check "and removes the journal" [ ! -e $JOURNAL ]
+	out=$(scx_eevdf_lab restore 2>&1); rc=$?
+	check "a second restore has nothing to do" sh -c "[ $rc -eq 0 ] && echo '$out' | grep -q 'nothing to restore'"
+
+	bench_until_changed $TMPD/bench2.log
+	kill -KILL $BENCH_PID; wait $BENCH_PID 2>/dev/null
+	scx_eevdf_lab bench eevdf -w pingpong --quick -n 1 --warmup 0 --window 0.2 --no-plots \
+		-o $TMPD/bench3 >$TMPD/bench3.log 2>&1 || fail "the next bench failed: $(tail -n 5 $TMPD/bench3.log)"
+	check "the next bench put back what the killed one had changed" \
+		grep -q "put back what an unfinished bench (pid $BENCH_PID) had changed: .*base_slice_ns: 3000000 -> " $TMPD/bench3.log
+	check "the knobs are as before" [ "$(kernel_knobs)" = "$k0" ]
+	check "no journal is left" [ ! -e $JOURNAL ]
+
+	# A lab arm: the bench's scheduler child outlives it only until the parent-death signal.
+	scx_eevdf_lab bench lab -w pingpong --quick -n 100 --no-plots -o $TMPD/bench4 >$TMPD/bench4.log 2>&1 &
+	BENCH_PID=$!
+	n=0
+	until [ "$(scx_state)" = enabled ] && grep -q '"scheduler": {' $JOURNAL 2>/dev/null; do
+		kill -0 $BENCH_PID 2>/dev/null || fail "the lab bench exited: $(tail -n 5 $TMPD/bench4.log)"
+		[ $n -lt 1200 ] || fail "the lab bench did not attach within 120 s"
+		sleep 0.1; n=$((n + 1))
+	done
+	note "ok: the journal names the lab scheduler the bench started"
+	kill -KILL $BENCH_PID; wait $BENCH_PID 2>/dev/null
+	check "the lab it had started detached by itself" wait_state disabled 300
+	n=0; while pidof scx_eevdf_lab >/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	check "and exited" sh -c '! pidof scx_eevdf_lab >/dev/null'
+	check "restore then has only the journal to remove" scx_eevdf_lab restore
+	check "the knobs are as before" [ "$(kernel_knobs)" = "$k0" ]
+	check "no journal, no pin is left" sh -c "[ ! -e $JOURNAL ] && [ ! -e /sys/fs/bpf/scx_eevdf_lab ]"
+}
+
+for r in ${T13_ROWS:-input kill stop race benchkill}; do
 	echo "  -- $r"
 	"row_$r"
 done
