@@ -355,6 +355,41 @@ impl Drop for Scheduler<'_> {
     }
 }
 
+/// The attempts to attach that CPU hotplug defeated, in a row: each is tried again after a
+/// growing pause, up to [`AttachRetry::MAX`] of them.
+#[derive(Debug, Default)]
+struct AttachRetry {
+    failures: u32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    Retry(Duration),
+    GiveUp,
+}
+
+impl AttachRetry {
+    const MAX: u32 = 10;
+
+    /// One more attempt failed: wait 0.5 s, 1 s, 2 s, ... (at most 8 s) before the next, or give
+    /// up after the MAX-th.
+    fn failed(&mut self) -> Next {
+        self.failures += 1;
+        if self.failures >= Self::MAX {
+            return Next::GiveUp;
+        }
+        Next::Retry(Duration::from_millis(500 << (self.failures - 1).min(4)))
+    }
+
+    fn gave_up(&self) -> String {
+        format!(
+            "cannot attach the scheduler: CPUs went on or offline during each of {} attempts \
+             in a row; try again once they settle",
+            self.failures
+        )
+    }
+}
+
 /// update_sysctl(): on hotplug the kernel re-derives the base slice from the normalized one for
 /// the new CPU count, overwriting a base_slice_ns written since.
 fn rederive_for_cpus(t: &mut crate::features::Tunables) {
@@ -460,10 +495,37 @@ pub fn run(opts: &RunOpts) -> Result<()> {
     };
     let mut open_object = MaybeUninit::uninit();
     let mut restart = false;
+    let mut retry = AttachRetry::default();
     let result = loop {
+        let before = crate::sysfs::read_state()?;
         let mut sched = match Scheduler::init(opts, knobs, restart, &mut open_object) {
             Ok(s) => s,
-            Err(e) => break Err(e),
+            Err(e) => {
+                // An attempt that failed while CPUs went on or offline may succeed once they
+                // settle (a topology read or an attach racing the hotplug); any other failure
+                // is final.
+                let hotplug = crate::sysfs::read_state()
+                    .is_ok_and(|now| now.hotplug_seq != before.hotplug_seq);
+                if !hotplug || shutdown.load(Ordering::Relaxed) {
+                    break Err(e);
+                }
+                match retry.failed() {
+                    Next::Retry(wait) => {
+                        warn!(
+                            "attaching failed while CPUs went on or offline ({e:#}); trying \
+                             again in {wait:?} ({} of {})",
+                            retry.failures,
+                            AttachRetry::MAX
+                        );
+                        let _ = wake_rx.recv_timeout(wait);
+                        if shutdown.load(Ordering::Relaxed) {
+                            break Ok(());
+                        }
+                        continue;
+                    }
+                    Next::GiveUp => break Err(e.context(retry.gave_up())),
+                }
+            }
         };
         let uei = match sched.run(&shutdown, &wake_rx) {
             Ok(u) => u,
@@ -473,9 +535,32 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         knobs = sched.knobs();
         drop(sched);
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
-            info!("the kernel asked for a restart (CPU hotplug); reloading");
             restart = true;
-            continue;
+            // The kernel bumps enable_seq when an enable completes: an attach it refused
+            // (CPUs changed while the scheduler loaded) did not.
+            let enabled =
+                crate::sysfs::read_state().is_ok_and(|s| s.enable_seq != before.enable_seq);
+            if enabled {
+                retry = AttachRetry::default();
+                info!("the kernel asked for a restart (CPU hotplug); reloading");
+                continue;
+            }
+            match retry.failed() {
+                Next::Retry(wait) => {
+                    info!(
+                        "the kernel refused the attach: CPUs went on or offline while the \
+                         scheduler loaded; trying again in {wait:?} ({} of {})",
+                        retry.failures,
+                        AttachRetry::MAX
+                    );
+                    let _ = wake_rx.recv_timeout(wait);
+                    if shutdown.load(Ordering::Relaxed) {
+                        break Ok(());
+                    }
+                    continue;
+                }
+                Next::GiveUp => break Err(anyhow::anyhow!(retry.gave_up())),
+            }
         }
         info!("detached");
         break Ok(());
@@ -484,4 +569,37 @@ pub fn run(opts: &RunOpts) -> Result<()> {
     control::unpin();
     stats::remove_socket();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attach_retries_back_off_and_are_bounded() {
+        let mut r = AttachRetry::default();
+        let waits: Vec<Next> = (0..AttachRetry::MAX).map(|_| r.failed()).collect();
+        let ms = |n| Next::Retry(Duration::from_millis(n));
+        assert_eq!(
+            waits,
+            [
+                ms(500),
+                ms(1000),
+                ms(2000),
+                ms(4000),
+                ms(8000),
+                ms(8000),
+                ms(8000),
+                ms(8000),
+                ms(8000),
+                Next::GiveUp
+            ]
+        );
+        let msg = r.gave_up();
+        assert!(msg.contains("each of 10 attempts in a row"), "{msg}");
+        // An attach that succeeds starts the count again (the caller resets it).
+        let mut r = AttachRetry::default();
+        r.failed();
+        assert_eq!(r.failures, 1);
+    }
 }

@@ -297,7 +297,41 @@ row_benchkill() {
 	check "no journal, no pin is left" sh -c "[ ! -e $JOURNAL ] && [ ! -e /sys/fs/bpf/scx_eevdf_lab ]"
 }
 
-for r in ${T13_ROWS:-input kill stop race benchkill}; do
+# --- an attach racing a CPU hotplug -----------------------------------------------------------
+# A CPU that goes offline or online while the scheduler loads makes the kernel refuse the
+# attach (the hotplug sequence it was opened with is stale). The daemon tries again, after a
+# growing pause, up to 10 times in a row, instead of exiting.
+CPU3=/sys/devices/system/cpu/cpu3/online
+row_hotplug() {
+	[ -w $CPU3 ] || fail "cpu3 cannot be taken offline in this VM"
+	seq0=$(cat $SCX/enable_seq)
+	scx_eevdf_lab >"$LAB_LOG" 2>&1 &
+	LAB_PID=$!
+	# Cycle cpu3 while the daemon loads (BPF verification takes seconds here) until the kernel
+	# has refused an attach.
+	n=0
+	until grep -q "refused the attach\|failed while CPUs went on or offline" "$LAB_LOG"; do
+		kill -0 "$LAB_PID" 2>/dev/null || fail "the daemon exited"
+		[ $n -lt 300 ] || fail "no attach raced a hotplug in 300 cycles"
+		echo 0 >$CPU3; sleep 0.2; echo 1 >$CPU3; sleep 0.2
+		n=$((n + 1))
+	done
+	note "ok: an attach raced a hotplug after $n offline/online cycles of cpu3"
+	grep "refused the attach\|failed while CPUs" "$LAB_LOG" | sed 's/^/  lab| /'
+	n=0
+	until [ "$(scx_state)" = enabled ] && [ "$(cat $SCX/enable_seq)" != "$seq0" ] && [ -e "$KNOBS_PIN" ]; do
+		kill -0 "$LAB_PID" 2>/dev/null || fail "the daemon exited instead of trying again"
+		[ $n -lt 1800 ] || fail "not attached within 180 s after the hotplug stopped"
+		sleep 0.1; n=$((n + 1))
+	done
+	check "the daemon tried again and attached" lab_attached
+	check "with its settings" sh -c 'scx_eevdf_lab get base_slice_ns | grep -q 2100000'
+	stress_mix 3 || fail "stress after the retried attach: $(tail -n 3 /tmp/stress.log)"
+	check "still attached" lab_attached
+	stop_lab
+}
+
+for r in ${T13_ROWS:-input kill stop race benchkill hotplug}; do
 	echo "  -- $r"
 	"row_$r"
 done
