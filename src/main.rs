@@ -4,6 +4,7 @@
 mod bench;
 mod bpf_intf;
 mod bpf_skel;
+mod bpfstats;
 mod cli;
 mod control;
 mod eevdf;

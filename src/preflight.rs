@@ -87,7 +87,6 @@ pub const NEEDS: &[Need] = &[
         "a task's own slice (sched_attr.sched_runtime)",
     ),
     op("select_cpu"),
-    op("runnable"),
     op("enqueue"),
     op("dequeue"),
     op("dispatch"),
@@ -125,6 +124,14 @@ pub const NEEDS: &[Need] = &[
     ),
     need(Probe::Kfunc("scx_bpf_dump_bstr"), "the exit dump"),
     need(Probe::Kfunc("scx_bpf_error_bstr"), "error exits"),
+    need(
+        Probe::Kfunc("scx_bpf_exit_bstr"),
+        "the restart request of a full task pool",
+    ),
+    need(
+        Probe::Kfunc("bpf_arena_alloc_pages"),
+        "the task pool's pages (a BPF arena)",
+    ),
 ];
 
 /// The kfuncs the object reaches through scx_utils' compat wrappers: each wrapper and the
@@ -259,7 +266,7 @@ mod tests {
         let msg = too_old("6.11.0", &gone);
         assert!(msg.contains("lacks ops.select_cpu"), "{msg}");
         assert!(
-            msg.contains(&format!("and {} more (ops.runnable,", gone.len() - 1)),
+            msg.contains(&format!("and {} more (ops.enqueue,", gone.len() - 1)),
             "{msg}"
         );
         assert!(msg.contains("...)"), "{msg}");
@@ -324,6 +331,7 @@ mod tests {
             "exit_dump_len",
             "dispatch_max_batch",
         ];
+        let mut set = BTreeSet::new();
         for field in block.split('.').filter(|f| !f.trim().is_empty()) {
             let name = field
                 .split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -334,7 +342,14 @@ mod tests {
                     ops.contains(name),
                     "ops.{name} is set but not in preflight::NEEDS"
                 );
+                set.insert(name);
             }
+        }
+        for op in &ops {
+            assert!(
+                set.contains(op),
+                "preflight::NEEDS names ops.{op}, which is not set"
+            );
         }
         let flag_words = block.split(|c: char| !c.is_alphanumeric() && c != '_');
         for f in flag_words.filter(|w| w.starts_with("SCX_OPS_")) {

@@ -7,7 +7,7 @@ use crate::eevdf::ffi;
 use crate::events::Event;
 use crate::features::{FeatureSet, Tunables};
 use crate::stats::{self, Metrics};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use crossbeam::channel::Receiver;
 use libbpf_rs::skel::Skel;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
@@ -37,55 +37,56 @@ pub struct RunOpts {
     pub bpf_stats: bool,
 }
 
-/// The entity pool, mapped read-only (the stats read the running entities' vruntime from it).
+/// The entity pool, read where the BPF arena that holds it is mapped in this process (libbpf maps
+/// it at its map_extra address, LAB_ARENA_BASE).
 struct PoolView {
-    ptr: *const ffi::lab_pool,
-    len: usize,
+    base: *const ffi::lab_se,
 }
 
 impl PoolView {
-    fn map(map: &libbpf_rs::MapMut) -> Result<Self> {
-        use std::os::fd::AsRawFd;
-        let len = std::mem::size_of::<ffi::lab_pool>();
-        let fd = map.as_fd().as_raw_fd();
-        // SAFETY: a read-only shared mapping of an mmapable BPF array of exactly this size.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            bail!(
-                "cannot map the entity pool: {}",
-                std::io::Error::last_os_error()
-            );
+    fn new() -> Self {
+        PoolView {
+            base: ffi::LAB_ARENA_BASE as usize as *const ffi::lab_se,
         }
-        Ok(PoolView {
-            ptr: ptr.cast(),
-            len,
-        })
     }
 
+    /// The entity in `slot`, which must be below the pool's active size (its pages exist).
     fn se(&self, slot: u32) -> ffi::lab_se {
-        // SAFETY: the mapping holds LAB_NR_SLOTS entities; read with a volatile copy because
-        // the BPF side writes concurrently (a torn read only makes one sample imprecise).
-        unsafe {
-            let base = std::ptr::addr_of!((*self.ptr).se).cast::<ffi::lab_se>();
-            std::ptr::read_volatile(base.add((slot & (ffi::lab_consts_LAB_NR_SLOTS - 1)) as usize))
-        }
+        // SAFETY: the arena is mapped for the scheduler's lifetime and holds `slot` (the caller
+        // takes slots from the queues, which only link claimed slots); read with a volatile
+        // copy because the BPF side writes concurrently (a torn read only makes one sample
+        // imprecise).
+        unsafe { std::ptr::read_volatile(self.base.add(slot as usize)) }
     }
 }
 
-impl Drop for PoolView {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what map() mapped.
-        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-    }
+/// How many task slots the pool starts with and may grow to: twice what the kernel allows (the
+/// lower of pid_max and threads-max; every task has a pid and counts against threads-max), and
+/// twice the tasks there are now, as powers of two, so that a slot is found in a few probes.
+fn pool_sizes() -> (u32, u32) {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+    let max = ffi::lab_consts_LAB_MAX_SLOTS as u64;
+    let limit = read("/proc/sys/kernel/pid_max")
+        .unwrap_or(max)
+        .min(read("/proc/sys/kernel/threads-max").unwrap_or(max));
+    let tasks = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(3)?
+                .split('/')
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    let pow2 = |n: u64| n.max(4096).next_power_of_two().min(max) as u32;
+    let cap = pow2(2 * limit);
+    (pow2(2 * tasks + 1024).min(cap), cap)
 }
 
 pub struct Scheduler<'a> {
@@ -128,6 +129,16 @@ impl<'a> Scheduler<'a> {
         skel.struct_ops.lab_ops_mut().exit_dump_len = opts.exit_dump_len;
         let topo = crate::topology::Topo::detect().context("cannot read the CPU topology")?;
         crate::topology::fill_topo!(skel.maps.rodata_data.as_mut().unwrap().topo, &topo);
+        skel.maps.rodata_data.as_mut().unwrap().measure_scan = opts.measure_scan as u64;
+        let (initial, cap) = pool_sizes();
+        let ro = skel.maps.rodata_data.as_mut().unwrap();
+        ro.lab_slots_initial = initial;
+        ro.lab_slots_cap = cap;
+        skel.maps
+            .lab_task_refs
+            .set_max_entries(cap)
+            .context("cannot size the task references")?;
+        info!("task pool: {initial} slots, growing up to {cap} (from pid_max and threads-max)");
         info!(
             "topology: {} CPUs in {} LLC{}",
             topo.nr_cpus,
@@ -139,7 +150,8 @@ impl<'a> Scheduler<'a> {
 
         if log::log_enabled!(log::Level::Debug) {
             for prog in skel.object().progs() {
-                if let Some(n) = prog_info(prog.as_fd()).map(|i| i.verified_insns) {
+                if let Some(n) = crate::bpfstats::prog_info(prog.as_fd()).map(|i| i.verified_insns)
+                {
                     log::debug!(
                         "{}: {n} instructions verified",
                         prog.name().to_string_lossy()
@@ -193,16 +205,13 @@ impl<'a> Scheduler<'a> {
         );
         info!("features: {}", knobs.features.to_line().trim_end());
         info!("tunables: {}", knobs.tunables.to_assignments().join(" "));
-        let pool = PoolView::map(&skel.maps.lab_pool_map)?;
+        let pool = PoolView::new();
         let stats_server = StatsServer::new(stats::server_data())
             .launch()
             .context("cannot start the stats server")?;
         let nr_cpus = libbpf_rs::num_possible_cpus()?.min(ffi::lab_consts_LAB_MAX_CPUS as usize);
-        if opts.measure_scan {
-            skel.maps.bss_data.as_mut().unwrap().measure_scan = 1;
-        }
         let bpf_stats = if opts.bpf_stats {
-            Some(enable_bpf_stats()?)
+            Some(crate::bpfstats::enable()?)
         } else {
             None
         };
@@ -250,7 +259,7 @@ impl<'a> Scheduler<'a> {
         if self.bpf_stats.is_some() {
             for prog in self.skel.object().progs() {
                 if let Some((calls, ns)) =
-                    prog_info(prog.as_fd()).map(|i| (i.run_cnt, i.run_time_ns))
+                    crate::bpfstats::prog_info(prog.as_fd()).map(|i| (i.run_cnt, i.run_time_ns))
                 {
                     let name = prog.name().to_string_lossy().to_string();
                     callbacks.insert(name, stats::CallbackCost { calls, ns });
@@ -320,8 +329,8 @@ impl<'a> Scheduler<'a> {
         let bss = self.skel.maps.bss_data.as_ref().unwrap();
         if bss.nr_alloc_fail > 0 {
             warn!(
-                "{} tasks could not get an entity slot (the pool is full)",
-                bss.nr_alloc_fail
+                "{} tasks found the task pool full ({} slots): it is sized anew on reload",
+                bss.nr_alloc_fail, bss.lab_slots_active
             );
         }
         let ejected = uei_exited!(&self.skel, uei);
@@ -404,39 +413,6 @@ fn rederive_for_cpus(t: &mut crate::features::Tunables) {
     }
 }
 
-/// Turns on the kernel's BPF run-time statistics for as long as the returned fd is open.
-fn enable_bpf_stats() -> Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: a plain syscall wrapper; a non-negative result is an fd we now own.
-    let fd = unsafe {
-        libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
-    };
-    if fd < 0 {
-        bail!(
-            "cannot enable BPF run-time statistics: {}",
-            std::io::Error::from_raw_os_error(-fd)
-        );
-    }
-    // SAFETY: see above.
-    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
-}
-
-/// The kernel's bpf_prog_info of a loaded program (run_cnt, run_time_ns, verified_insns...).
-fn prog_info(fd: std::os::fd::BorrowedFd) -> Option<libbpf_rs::libbpf_sys::bpf_prog_info> {
-    use std::os::fd::AsRawFd;
-    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of_val(&info) as u32;
-    // SAFETY: info is a zeroed bpf_prog_info of the size we pass.
-    let ret = unsafe {
-        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-            fd.as_raw_fd(),
-            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
-            &mut len,
-        )
-    };
-    (ret == 0).then_some(info)
-}
-
 /// The kernel's HZ: jiffies counted over 200 ms of monotonic time, rounded to the nearest
 /// value Linux offers (100, 250, 300, 1000).
 fn measure_hz(skel: &BpfSkel) -> Result<u64> {
@@ -460,6 +436,9 @@ fn measure_hz(skel: &BpfSkel) -> Result<u64> {
         })
         .unwrap())
 }
+
+/// The low bits of the BPF side's LAB_EXIT_POOL_FULL exit code (a restart request).
+const LAB_EXIT_POOL_FULL_CODE: i64 = 1;
 
 /// Loads and runs the scheduler until shutdown, restarting it when the kernel asks for it
 /// (CPU hotplug). Returns Ok when detached on request; an error carries the exit reason.
@@ -542,7 +521,11 @@ pub fn run(opts: &RunOpts) -> Result<()> {
                 crate::sysfs::read_state().is_ok_and(|s| s.enable_seq != before.enable_seq);
             if enabled {
                 retry = AttachRetry::default();
-                info!("the kernel asked for a restart (CPU hotplug); reloading");
+                if uei.exit_code().unwrap_or(0) & 0xffff == LAB_EXIT_POOL_FULL_CODE {
+                    info!("the task pool is full; reloading with one sized for the current limits");
+                } else {
+                    info!("the kernel asked for a restart (CPU hotplug); reloading");
+                }
                 continue;
             }
             match retry.failed() {

@@ -44,6 +44,16 @@ pub struct Metrics {
     pub dispatch_keep: u64,
     #[stat(desc = "dispatch picks whose task could not be inserted (gone, or not allowed there)")]
     pub dispatch_miss: u64,
+    #[stat(desc = "picks redone when their task started running (entities joined in between)")]
+    pub dispatch_repick: u64,
+    #[stat(desc = "wakees that select_cpu inserted directly onto an idle, empty queue")]
+    pub insert_select: u64,
+    #[stat(desc = "enqueued tasks inserted directly as the pick of a queue with no running task")]
+    pub insert_enqueue: u64,
+    #[stat(
+        desc = "wakees inserted with SCX_ENQ_PREEMPT after winning the pick against the running task"
+    )]
+    pub insert_preempt: u64,
     #[stat(desc = "pick_eevdf() calls, for dispatch and for wakeup preemption")]
     pub picks: u64,
     #[stat(desc = "picks that returned the running entity")]
@@ -164,6 +174,8 @@ pub struct Metrics {
     pub newidle: u64,
     #[stat(desc = "newidle balances skipped by NI_RANDOM")]
     pub newidle_gated: u64,
+    #[stat(desc = "newidle balances that returned at once: no queue had a task waiting")]
+    pub newidle_idle: u64,
     #[stat(desc = "tasks pulled by a newidle balance")]
     pub pull_newidle: u64,
     #[stat(desc = "tasks pulled by the periodic balance")]
@@ -220,6 +232,10 @@ pub const COUNTERS: &[&str] = &[
     "dispatches",
     "dispatch_keep",
     "dispatch_miss",
+    "dispatch_repick",
+    "insert_select",
+    "insert_enqueue",
+    "insert_preempt",
     "picks",
     "pick_curr",
     "pick_protected",
@@ -278,6 +294,7 @@ pub const COUNTERS: &[&str] = &[
     "migrations",
     "newidle",
     "newidle_gated",
+    "newidle_idle",
     "pull_newidle",
     "pull_periodic",
     "nohz_kick",
@@ -338,10 +355,14 @@ impl Metrics {
         let searches = self.pick_search.max(1);
         writeln!(
             w,
-            "dispatch {:>8}  kept running {:.1}%  missed {}",
+            "dispatch {:>8}  kept running {:.1}%  missed {}  repicked {} | inserted: select {} enqueue {} preempt {}",
             self.dispatches,
             pct(self.dispatch_keep, self.dispatches),
-            self.dispatch_miss
+            self.dispatch_miss,
+            self.dispatch_repick,
+            self.insert_select,
+            self.insert_enqueue,
+            self.insert_preempt
         )?;
         writeln!(
             w,
@@ -427,10 +448,11 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "balance migrations {} newidle {} (gated {}) pulled: newidle {} periodic {} | nohz kicks {}",
+            "balance migrations {} newidle {} (gated {}, nothing to pull {}) pulled: newidle {} periodic {} | nohz kicks {}",
             self.migrations,
             self.newidle,
             self.newidle_gated,
+            self.newidle_idle,
             self.pull_newidle,
             self.pull_periodic,
             self.nohz_kick
@@ -719,11 +741,13 @@ mod tests {
 
     #[test]
     fn rows_sum_and_deltas_subtract() {
+        let at = |name: &str| COUNTERS.iter().position(|c| *c == name).unwrap();
+        let (picks, wakeup) = (at("picks"), at("preempt_wakeup"));
         let mut r0 = vec![0u64; COUNTERS.len()];
         let mut r1 = vec![0u64; COUNTERS.len()];
-        r0[3] = 5;
-        r1[3] = 7;
-        r1[16] = 3;
+        r0[picks] = 5;
+        r1[picks] = 7;
+        r1[wakeup] = 3;
         let mut cpus = BTreeMap::new();
         cpus.insert(
             0,
@@ -736,7 +760,7 @@ mod tests {
         assert_eq!(a.cpus[&0].nr_queued, 2);
         assert_eq!(a.picks, 12);
         assert_eq!(a.preempt_wakeup, 3);
-        r0[3] = 10;
+        r0[picks] = 10;
         let mut cb = BTreeMap::new();
         cb.insert(
             "lab_dispatch".to_string(),

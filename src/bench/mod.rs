@@ -129,6 +129,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_plots: bool,
 
+    /// Turn on the kernel's BPF run-time statistics for the session and report, for every
+    /// sched_ext arm (the lab or another scheduler), each callback's calls per operation and ns
+    /// per call. The statistics cost two clock reads per callback, in every arm with BPF.
+    #[arg(long)]
+    pub bpf_stats: bool,
+
     /// Bootstrap resamples per comparison, 100..=1000000 [default: 10000; 2000 with --quick].
     #[arg(long)]
     pub bootstrap: Option<usize>,
@@ -367,6 +373,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
 
     let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
+    if args.bpf_stats {
+        runner.enable_bpf_stats()?;
+    }
     let knobs_before = runner
         .original_knobs()
         .cloned()
@@ -410,6 +419,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         window_s: rc.window.as_secs_f64(),
         max_run_s: rc.max_run.as_secs_f64(),
         processes: rc.processes,
+        bpf_stats: args.bpf_stats,
         quick: q,
         aa_arm: aa.map(|i| arms[i].label().to_string()),
         fidelity_feature: args.fidelity.clone(),

@@ -16,6 +16,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -73,6 +74,9 @@ pub struct RunRecord {
     pub scx_events: Vec<(String, u64)>,
     /// CPU time of the scheduler's userspace process during the run.
     pub sched_cpu_ns: Option<u64>,
+    /// Each BPF callback's calls and run time during the run (--bpf-stats).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub bpf: BTreeMap<String, crate::bpfstats::Cost>,
 }
 
 /// Everything the protocol produced.
@@ -217,6 +221,7 @@ impl Session<'_> {
                 .sched_cpu_ns
                 .zip(obs0.sched_cpu_ns)
                 .map(|(b, a)| b.saturating_sub(a)),
+            bpf: crate::bpfstats::delta(&obs0.bpf, &obs1.bpf),
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::kernel::{self, KnobGuard, KnobSnapshot};
 use crate::sysfs::{self, ScxState};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,9 @@ pub struct Observation {
     pub events: Vec<(String, u64)>,
     /// CPU time of the scheduler's userspace process so far (lab and scx arms).
     pub sched_cpu_ns: Option<u64>,
+    /// Cost so far of every struct_ops program, by id (with --bpf-stats, lab and scx arms).
+    #[serde(skip)]
+    pub bpf: BTreeMap<u32, (String, crate::bpfstats::Cost)>,
 }
 
 impl Observation {
@@ -95,6 +99,8 @@ pub struct Runner {
     /// What to put back should the bench die without restoring (root only: others change
     /// nothing).
     journal: Option<Journal>,
+    /// The kernel's BPF run-time statistics, on while this is open (--bpf-stats).
+    bpf_stats: Option<std::os::fd::OwnedFd>,
 }
 
 impl Runner {
@@ -166,6 +172,7 @@ impl Runner {
             log_path,
             ncpus,
             journal,
+            bpf_stats: None,
         })
     }
 
@@ -443,7 +450,18 @@ impl Runner {
                 .sched
                 .as_ref()
                 .and_then(|s| super::counters::process_cpu_ns(s.child.id() as i32)),
+            bpf: if self.bpf_stats.is_some() && self.sched.is_some() {
+                crate::bpfstats::struct_ops_costs()
+            } else {
+                BTreeMap::new()
+            },
         }
+    }
+
+    /// Turns on the kernel's BPF run-time statistics until the runner is dropped.
+    pub fn enable_bpf_stats(&mut self) -> Result<()> {
+        self.bpf_stats = Some(crate::bpfstats::enable()?);
+        Ok(())
     }
 
     /// Everything about arm `i` that is not as it should be right now.
@@ -699,6 +717,7 @@ mod tests {
                 ("SCX_EV_SELECT_CPU_FALLBACK".into(), 5),
             ],
             sched_cpu_ns: None,
+            bpf: BTreeMap::new(),
         };
         let mut b = a.clone();
         assert!(compare_observations(&ArmKind::Lab, &a, &b).is_empty());

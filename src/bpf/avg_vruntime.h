@@ -39,13 +39,17 @@ LAB_INLINE u64 avg_vruntime_weight(const struct lab_cfs *cfs, u32 w)
 
 #define INT64_MAX_LAB 0x7fffffffffffffffLL
 
-/* s64 multiply; returns true on overflow (then *res is not meaningful). */
+/*
+ * s64 multiply; returns true on overflow (then *res is not meaningful). Two factors below 2^31
+ * in magnitude cannot overflow, which is every product of a key and a weight in practice; the
+ * division decides the rest exactly.
+ */
 LAB_INLINE bool lab_mul_overflows(s64 a, s64 b, s64 *res)
 {
 	u64 ua = a < 0 ? -(u64)a : (u64)a;
 	u64 ub = b < 0 ? -(u64)b : (u64)b;
 
-	if (ua && ub > (u64)INT64_MAX_LAB / ua)
+	if (((ua | ub) >> 31) && ua && ub > (u64)INT64_MAX_LAB / ua)
 		return true;
 	*res = a * b;
 	return false;
@@ -114,7 +118,7 @@ LAB_INLINE s64 lab_div_floor(s64 s, u64 w)
  * avg_vruntime_peek() without moving the origin. @curr is the queue's running entity when it is
  * still queued (NULL otherwise).
  */
-LAB_INLINE s64 avg_vruntime_offset(const struct lab_cfs *cfs, const struct lab_se *curr)
+LAB_INLINE s64 avg_vruntime_offset(const struct lab_cfs *cfs, const lab_se_t *curr)
 {
 	s64 runtime = cfs->sum_w_vruntime;
 	u64 weight = cfs->sum_weight;
@@ -133,13 +137,13 @@ LAB_INLINE s64 avg_vruntime_offset(const struct lab_cfs *cfs, const struct lab_s
 }
 
 /* avg_vruntime() without its side effect: V, leaving zero_vruntime where it is. */
-LAB_INLINE u64 avg_vruntime_peek(const struct lab_cfs *cfs, const struct lab_se *curr)
+LAB_INLINE u64 avg_vruntime_peek(const struct lab_cfs *cfs, const lab_se_t *curr)
 {
 	return cfs->zero_vruntime + (u64)avg_vruntime_offset(cfs, curr);
 }
 
 /* avg_vruntime(): V, and re-centre zero_vruntime onto it (update_zero_vruntime()). */
-LAB_INLINE u64 avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr)
+LAB_INLINE u64 avg_vruntime(struct lab_cfs *cfs, const lab_se_t *curr)
 {
 	update_zero_vruntime(cfs, avg_vruntime_offset(cfs, curr));
 	return cfs->zero_vruntime;
@@ -150,7 +154,7 @@ LAB_INLINE u64 avg_vruntime(struct lab_cfs *cfs, const struct lab_se *curr)
  * bits where it can; an s64 product that overflows is decided by the key's sign, which is exact
  * because A itself fits in s64 (a huge positive product exceeds it, a huge negative one does not).
  */
-LAB_INLINE bool vruntime_eligible(const struct lab_cfs *cfs, const struct lab_se *curr, u64 v)
+LAB_INLINE bool vruntime_eligible(const struct lab_cfs *cfs, const lab_se_t *curr, u64 v)
 {
 	s64 avg = cfs->sum_w_vruntime, key = entity_key(cfs, v), prod;
 	u64 load = cfs->sum_weight;
@@ -174,7 +178,7 @@ LAB_INLINE bool vruntime_eligible(const struct lab_cfs *cfs, const struct lab_se
  * entity_lag(): V - v, clamped to +-(the queue's largest slice + one tick) in the entity's
  * virtual units -- the EEVDF bound -r_max < lag < max(r_max, q).
  */
-LAB_INLINE s64 entity_lag(u64 avruntime, const struct lab_se *se, u64 max_slice, u64 tick_ns)
+LAB_INLINE s64 entity_lag(u64 avruntime, const lab_se_t *se, u64 max_slice, u64 tick_ns)
 {
 	s64 vlag = (s64)(avruntime - se->vruntime);
 	s64 limit = (s64)calc_delta_fair(max_slice + tick_ns, se);

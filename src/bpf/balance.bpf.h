@@ -16,7 +16,7 @@
  * A pulled task moves as the kernel's detach/attach do: the source's running entity is charged
  * first (update_curr()), then the task is dequeued without DEQUEUE_SLEEP (lag and, with
  * PLACE_REL_DEADLINE, relative deadline kept) and placed on the puller's queue, where it counts
- * as cold until it runs (slot_migrated). Unlike attach_task(), no wakeup preemption check
+ * as cold until it runs (lab_se.migrated). Unlike attach_task(), no wakeup preemption check
  * follows: the puller picks at its next decision.
  */
 
@@ -117,7 +117,7 @@ static __always_inline void count_refusal(u64 *st, u32 verdict)
  * under the lock: they are taken as allowing here and checked by pull_task(). Not inlined, so
  * that its frame is not on the stack of pull_task()'s deeper calls.
  */
-static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
+static __noinline u32 pull_candidates(struct lab_rq *rq, lab_pool_t *pool,
 				      const struct lab_pull *pl, u64 *st, u32 *cands)
 {
 	struct lab_cfs *cfs = &rq->cfs;
@@ -129,7 +129,7 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
 	n = rb_first(cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN) {
 		struct lab_lb_task t = {};
-		struct lab_se *se;
+		lab_se_t *se;
 
 		if (!n || k >= LAB_PULL_CANDIDATES)
 			break;
@@ -140,7 +140,7 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
 		t.eligible = entity_eligible(cfs, pool, se);
 		t.next_buddy = cfs->next == n;
 		t.idle_policy = se->weight == WEIGHT_IDLEPRIO;
-		t.migrated = slot_migrated[n & LAB_SLOT_MASK];
+		t.migrated = se->migrated;
 		t.allowed = 1;
 		verdict = lab_can_migrate_task(&env, &t);
 		if (verdict == LAB_MIGRATE_OK) {
@@ -166,27 +166,26 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, struct lab_pool *pool,
 __noinline int lab_detach(u32 n, s32 src, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(src);
-	u64 *st = stats_row(), total;
-	struct lab_se *se;
+	struct rq *krq = krq_of(src);
+	u64 *st = stats_row();
+	lab_se_t *se;
 	int ret = 0;
-	s32 pid;
 
 	if (!pool || !rq)
 		return 0;
 	se = SE(pool, n);
-	pid = curr_exec_now(src, &total);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == src && se->custody && !se->running && !se->delayed) {
 		rq_load_touch(rq, pool, now);
-		if (account_curr(&rq->cfs, pool, total, pid, params, st) &&
-		    resched_curr_lazy(rq, st))
+		if (account_remote(&rq->cfs, pool, krq, params, st) && resched_curr_lazy(rq, st))
 			ret |= LAB_DETACH_RESCHED;
 		dequeue_entity(&rq->cfs, pool, n, 0, params, st);
 		se->custody = 0;
 		se->cpu = -1;
 		ret |= LAB_DETACH_OK;
+		rq_overload_update(rq);
 	}
 	bpf_spin_unlock(&rq->lock);
 	return ret;
@@ -200,12 +199,12 @@ __noinline int lab_detach(u32 n, s32 src, u64 now)
  */
 static struct task_struct *pull_task(const struct lab_pull *pl)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
 	u32 cands[LAB_PULL_CANDIDATES] = {};
 	struct task_struct *p = NULL;
 	s32 dst = pl->dst, src = pl->src;
-	u32 nr, i, slot = 0, verdict;
+	u32 nr, i, verdict;
 	u64 *st = pl->st;
 	int r;
 
@@ -233,18 +232,18 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
 			if (r & LAB_DETACH_RESCHED)
 				scx_bpf_kick_cpu(src, SCX_KICK_PREEMPT);
 			p = c;
-			slot = cands[i & (LAB_PULL_CANDIDATES - 1)];
 			break;
 		}
 		bpf_task_release(c);
 	}
 	if (!p)
 		return NULL;
-	/* attach_task(): placed on the puller's queue (no wakeup preemption check here); a task
-	 * the puller does not dispatch right away goes back into the scheduler's custody. */
-	join_queue(p, dst, false);
-	if (pl->custody)
-		lab_undispatch(slot, dst);
+	/* attach_task(): placed on the puller's queue (no wakeup preemption check here), in the
+	 * scheduler's custody, or as the pick that the puller dispatches right away (it then
+	 * leaves custody: the caller holds the reference). */
+	join_queue(p, dst, pl->custody ? 0 : LAB_WK_PICKED);
+	if (!pl->custody)
+		slot_ref_drop(cands[i & (LAB_PULL_CANDIDATES - 1)]);
 	return p;
 }
 
@@ -253,14 +252,22 @@ static struct task_struct *pull_task(const struct lab_pull *pl)
  * reference) for the caller to dispatch, or NULL. Differs: one pull from the busiest CPU of the
  * LLC, else of any LLC, instead of a walk up the domains.
  */
-static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq,
-					   const struct lab_params *params, u64 now, u64 *st)
+static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq)
 {
 	struct task_struct *t = NULL;
+	const struct lab_params *params;
+	u64 *st = stats_row(), now;
 	s32 src;
 	bool run;
 
 	lab_count(st, LAB_ST_NEWIDLE);
+	/* sched_balance_newidle() returns at once when the root domain is not overloaded. */
+	if (!READ_ONCE(nr_overloaded)) {
+		lab_count(st, LAB_ST_NEWIDLE_IDLE);
+		return NULL;
+	}
+	params = params_get();
+	now = scx_bpf_now();
 	if (!rq->ni.stamp)
 		newidle_init(&rq->ni, now);
 	run = newidle_should_run(&rq->ni, bpf_get_prandom_u32(), sched_feat(params, NI_RANDOM));
@@ -328,6 +335,8 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	if (++pc->balance_ticks < LAB_BALANCE_TICKS)
 		return;
 	pc->balance_ticks = 0;
+	if (!READ_ONCE(nr_overloaded))
+		return;
 	src = find_busiest(cpu, false);
 	if (src < 0)
 		return;

@@ -11,7 +11,7 @@
 
 void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	s32 cpu, nr = scx_bpf_nr_cpu_ids();
 	u32 i;
 
@@ -23,7 +23,7 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 	bpf_for(cpu, 0, nr) {
 		struct lab_rq *rq = rq_get(cpu);
 		struct lab_cfs *cfs;
-		struct lab_se *curr;
+		lab_se_t *curr;
 		u32 n;
 		u64 avg;
 
@@ -44,7 +44,7 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 				     curr->weight, curr->slice);
 		n = rb_first(cfs, pool);
 		bpf_for(i, 0, LAB_DUMP_MAX_ENTITIES) {
-			struct lab_se *se;
+			lab_se_t *se;
 			s64 lag;
 
 			if (!n)

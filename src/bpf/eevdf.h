@@ -30,7 +30,12 @@ struct lab_rq {
 	struct lab_pelt util;	/* utilisation: time running one of our tasks, 0..1024 */
 	struct lab_newidle ni;
 	u32 nr_balance_failed;	/* periodic pulls refused in a row (hot or ineligible tasks) */
-	u32 pad2;
-};
+	/* The pick inserted into the CPU's local DSQ that has not started running yet (0: none):
+	 * the CPU runs it next, so nothing else may be inserted meanwhile. */
+	u32 pending;
+	u8 pending_stale;	/* an entity joined after that pick: ops.running picks again */
+	u8 overloaded;		/* counted in nr_overloaded: two or more runnable entities */
+	u8 pad2[6];
+} __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

@@ -37,7 +37,6 @@
 #define WEIGHT_IDLEPRIO		3	/* SCHED_IDLE */
 #define LAB_MIN_CUSTOM_SLICE	100000ULL	/* __setparam_fair(): clamp of sched_runtime */
 #define LAB_MAX_CUSTOM_SLICE	100000000ULL
-#define LAB_SLOT_MASK		(LAB_NR_SLOTS - 1)
 /* An RB tree of n < 2^32 nodes is at most 64 levels deep: the bound of every tree walk. */
 #define LAB_TREE_MAX_DEPTH	64
 
@@ -69,13 +68,37 @@ struct lab_se {
 	u8 custody;		/* held by the scheduler (ops.enqueue), not yet dispatched */
 	u8 running;		/* between ops.running and ops.stopping */
 	u8 picked;		/* dispatched by a pick: the next ops.running is set_next_entity(first) */
+	u8 migrated;		/* moved queues and not run since: task_hot() finds it cold (the
+				 * kernel zeroes exec_start on ENQUEUE_MIGRATED) */
 	u64 exec_snap;		/* the task's sum_exec_runtime already charged to vruntime */
 	u64 last_ran;		/* when it last stopped running (task_hot()) */
 };
 
+/*
+ * The pool of entities, one slot per task. The BPF scheduler keeps it in a BPF arena of
+ * LAB_MAX_SLOTS slots whose pages are allocated as slots are first claimed, and uses the first
+ * lab_nr_slots of them (a power of two chosen at load, grown while the scheduler runs: see
+ * slots.bpf.h); the host tests use an array of LAB_NR_SLOTS.
+ */
+#ifdef LAB_HOST
+#define LAB_POOL_SLOTS		LAB_NR_SLOTS
+#define LAB_SLOT_MASK		(LAB_NR_SLOTS - 1)
+#define __lab_arena
+#else
+#define LAB_POOL_SLOTS		LAB_MAX_SLOTS
+#define LAB_SLOT_MASK		(LAB_MAX_SLOTS - 1)
+/* Arena memory: loads and stores through these pointers go to the pool's arena. */
+#define __lab_arena		__attribute__((address_space(1)))
+#endif
+
 struct lab_pool {
-	struct lab_se se[LAB_NR_SLOTS];
+	struct lab_se se[LAB_POOL_SLOTS];
 };
+
+/* The pool is arena memory; an entity taken from it (SE()) is a plain pointer: the compiler casts
+ * its address once, into the kernel's view of the arena, where every access then goes. */
+typedef struct lab_se lab_se_t;
+typedef struct lab_pool __lab_arena lab_pool_t;
 
 struct lab_cfs {
 	u32 root;		/* tree of queued entities other than curr, ordered by deadline */
@@ -91,7 +114,7 @@ struct lab_cfs {
 };
 
 
-#define SE(pool, i) (&(pool)->se[(i) & LAB_SLOT_MASK])
+#define SE(pool, i) ((lab_se_t *)&(pool)->se[(i) & LAB_SLOT_MASK])
 
 LAB_INLINE u64 lab_min_u64(u64 a, u64 b) { return a < b ? a : b; }
 LAB_INLINE u64 lab_max_u64(u64 a, u64 b) { return a > b ? a : b; }

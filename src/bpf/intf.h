@@ -20,9 +20,16 @@ struct bpf_spin_lock {
 
 enum lab_consts {
 	LAB_MAX_CPUS = 512,
-	/* Task slots of the entity pool (one per task under the scheduler), a power of two. */
+	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
+	 * kernel's PID_MAX_LIMIT, so that every task the kernel can create has one. */
+	LAB_MAX_SLOTS = 1 << 22,
+	/* The slots of the host tests' pool. */
 	LAB_NR_SLOTS = 32768,
 };
+
+/* The user space address of the BPF arena that holds the entity pool (its map_extra): the pool
+ * starts there, in the scheduler's and in the daemon's address space alike. */
+#define LAB_ARENA_BASE		(1ULL << 44)
 
 /*
  * Feature bits. The first block mirrors the kernel's kernel/sched/features.h in file order, so
@@ -74,6 +81,13 @@ enum lab_stat {
 	LAB_ST_DISPATCH,		/* ops.dispatch picks */
 	LAB_ST_DISPATCH_KEEP,		/* ... that kept the running task (its slice refilled) */
 	LAB_ST_DISPATCH_MISS,		/* ... whose task could not be inserted (gone, not allowed) */
+	LAB_ST_DISPATCH_REPICK,		/* picks that had to be redone when their task started
+					 * running (entities joined the queue in between) */
+	LAB_ST_INSERT_SELECT,		/* wakees inserted by select_cpu onto an idle, empty queue */
+	LAB_ST_INSERT_ENQUEUE,		/* enqueued tasks inserted as the pick of a queue with no
+					 * running entity */
+	LAB_ST_INSERT_PREEMPT,		/* wakees inserted with SCX_ENQ_PREEMPT after winning the
+					 * pick against the running task */
 	/* picks (pick_eevdf(), for dispatch and for wakeup preemption) */
 	LAB_ST_PICK,			/* pick_eevdf() calls */
 	LAB_ST_PICK_CURR,		/* the pick returned the running entity */
@@ -140,6 +154,7 @@ enum lab_stat {
 	LAB_ST_MIGRATE,			/* entities that changed queue */
 	LAB_ST_NEWIDLE,			/* newidle balance attempts (nothing to run at dispatch) */
 	LAB_ST_NEWIDLE_GATED,		/* ... skipped by NI_RANDOM */
+	LAB_ST_NEWIDLE_IDLE,		/* ... that returned at once: no queue was overloaded */
 	LAB_ST_PULL_NEWIDLE,		/* tasks pulled by a newidle balance */
 	LAB_ST_PULL_PERIODIC,		/* tasks pulled by the periodic balance */
 	LAB_ST_NOHZ_KICK,		/* idle CPUs kicked to pull from a busy one */
@@ -158,6 +173,11 @@ enum lab_stat {
 	LAB_ST_DSQ_SCAN_LEN_8,		/* ... at the 5th-8th */
 	LAB_ST_DSQ_SCAN_LEN_MORE,	/* ... later */
 	LAB_NR_STATS,
+};
+
+/* A CPU's row of counters, padded to whole cache lines (no row shares one with another CPU's). */
+enum lab_stats_layout {
+	LAB_STATS_STRIDE = (LAB_NR_STATS + 7) / 8 * 8,
 };
 
 /*

@@ -7,12 +7,17 @@
  * includes, shared with the host tests. This file maps it onto sched_ext:
  *
  *   fair.c                          sched_ext
- *   enqueue_task_fair()             ops.runnable (join the queue), ops.enqueue (custody, then
- *                                   wakeup_preempt_fair() and a kick)
+ *   select_task_rq_fair()           ops.select_cpu; onto an idle CPU with nothing of ours queued
+ *                                   there, the wakee is that CPU's pick: it joins the queue and
+ *                                   goes straight to the local DSQ (no ops.enqueue, no dispatch)
+ *   enqueue_task_fair()             ops.enqueue: join the queue and the scheduler's custody,
+ *                                   then wakeup_preempt_fair(); a wakee that wins the pick is
+ *                                   inserted with SCX_ENQ_PREEMPT, other preemptions kick
  *   pick_task_fair()                ops.dispatch: pick, then insert that one task into the CPU's
  *                                   local DSQ (or keep prev running by refilling its slice)
  *   set_next_task_fair()            ops.running
- *   put_prev_task_fair()            ops.stopping(runnable)
+ *   put_prev_task_fair()            ops.stopping(runnable); for a task that stops because it
+ *                                   sleeps, ops.quiescent (under the dequeue's lock)
  *   dequeue_task_fair()             ops.quiescent (sleep: maybe a ghost), ops.dequeue (moves)
  *   task_tick_fair() / hrtick       ops.tick, a CPU-pinned BPF timer
  *   reweight_task_fair()            ops.set_weight
@@ -54,6 +59,10 @@ UEI_DEFINE(uei);
  * timer and wakeup preemption normally decide much earlier. */
 #define LAB_SLICE_NS		(20ULL * 1000 * 1000)
 
+/* The sched_ext watchdog: a runnable task of ours that has not run for this long ejects the
+ * scheduler (the kernel's EEVDF takes over, and the daemon reports the stall). */
+#define LAB_WATCHDOG_MS		10000
+
 /* __TASK_STOPPED | __TASK_TRACED | TASK_PARKED | TASK_DEAD | TASK_FROZEN (is_special_task_state) */
 #define LAB_SPECIAL_STATES	(0x4 | 0x8 | 0x40 | 0x80 | 0x8000)
 #define LAB_SCHED_NORMAL	0
@@ -77,15 +86,19 @@ struct {
 	__type(value, struct lab_rq);
 } lab_rqs SEC(".maps");
 
-/* The entities, one slot per task (struct lab_pool is a few MiB: one array element). User space
- * maps it read-only for the stats. */
+/* The entity pool's arena (slots.bpf.h manages it). */
+/* The arena page size (the kernel's PAGE_SIZE on every architecture the lab builds for). */
+#define LAB_PAGE_SIZE		4096ULL
+/* Pages the arena can hold: LAB_MAX_SLOTS entities. */
+#define LAB_ARENA_PAGES		((LAB_MAX_SLOTS * sizeof(struct lab_se) + LAB_PAGE_SIZE - 1) / \
+				 LAB_PAGE_SIZE)
+
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARENA);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct lab_pool);
-} lab_pool_map SEC(".maps");
+	__uint(max_entries, LAB_ARENA_PAGES);
+	__ulong(map_extra, LAB_ARENA_BASE);	/* its user space address: the pool starts there */
+} lab_arena SEC(".maps");
 
 /* Events for the daemon (struct lab_event), which sleeps until one arrives. */
 struct {
@@ -107,7 +120,8 @@ struct task_ctx {
 	u64 wakee_flip_decay_ts;
 	struct lab_pelt load;	/* task_h_load(): the task's average runnable weight */
 	u32 prio_changed;	/* LAB_PRIO_*: a reweight waits for prio_changed_fair()'s check */
-	u32 pad;
+	u8 select_idle;		/* the last select_cpu chose its CPU because it was idle */
+	u8 pad[3];
 };
 
 /* task_ctx.prio_changed: the weight changed; ... and it got lower (the priority worse). */
@@ -130,7 +144,7 @@ struct lab_cpu {
 	struct lab_params params;
 	u32 balance_ticks;
 	u32 running;		/* one of our tasks is running (utilisation) */
-};
+} __attribute__((aligned(64)));
 struct lab_cpu lab_cpus[LAB_MAX_CPUS];
 
 /* The topology, filled in by user space before load. */
@@ -140,12 +154,8 @@ const volatile struct lab_topo topo;
 u32 llc_nr_idle_scan[LAB_MAX_CPUS];
 u64 llc_scan_stamp[LAB_MAX_CPUS];
 
-/* Per slot: the entity moved queues and has not run since, so task_hot() finds it cold (the
- * kernel zeroes exec_start on ENQUEUE_MIGRATED). Read by balancing under the queue lock. */
-u8 slot_migrated[LAB_NR_SLOTS];
-
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
-u64 lab_stats[LAB_MAX_CPUS][LAB_NR_STATS];
+u64 lab_stats[LAB_MAX_CPUS][LAB_STATS_STRIDE] __attribute__((aligned(64)));
 
 /* TICK_NSEC, measured by user space before attaching (1e9 / CONFIG_HZ); until then HZ=250's. */
 #define LAB_DEFAULT_TICK_NS	(4ULL * 1000 * 1000)
@@ -155,22 +165,22 @@ u64 tick_ns = LAB_DEFAULT_TICK_NS;
 u64 probe_jiffies, probe_ns;
 extern const void jiffies_64 __ksym;	/* untyped: not in the kernel's BTF */
 
-/* Set by user space (--measure-scan): count the DSQ-scan diagnostic of pick_eevdf(). */
-u64 measure_scan;
-
-/* Slot allocation failures (the pool is full). */
-u64 nr_alloc_fail;
+/* Set by user space before load (--measure-scan): count the DSQ-scan diagnostic of
+ * pick_eevdf(). */
+const volatile u64 measure_scan;
 
 /* ---------------------------------------------------------------------------------------------
  * Lookups
  */
 
-/* The entity pool (one map element). */
-static __always_inline struct lab_pool *pool_get(void)
-{
-	u32 zero = 0;
+/* The entity pool: the start of the arena, set by ops.init (slots.bpf.h). */
+lab_pool_t *lab_pool;
 
-	return bpf_map_lookup_elem(&lab_pool_map, &zero);
+static __always_inline lab_pool_t *pool_get(void)
+{
+	/* Name the arena: a program that reaches the pool must be associated with it. */
+	asm volatile("" :: "r"(&lab_arena));
+	return lab_pool;
 }
 
 /* @cpu's EEVDF queue (cpu_rq(cpu)->cfs). */
@@ -181,10 +191,13 @@ static __always_inline struct lab_rq *rq_get(s32 cpu)
 	return bpf_map_lookup_elem(&lab_rqs, &c);
 }
 
-/* @p's per-task context (slot, wakeup facts, load). */
+/* @p's per-task context (slot, wakeup facts, load); NULL for a task without a slot (only while
+ * the scheduler exits because the pool or memory ran out: see ops.init_task). */
 static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
 {
-	return bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
+	struct task_ctx *tc = bpf_task_storage_get(&task_ctx_stor, p, NULL, 0);
+
+	return tc && tc->slot ? tc : NULL;
 }
 
 /* The decision counters of the CPU running this program. */
@@ -237,11 +250,11 @@ static __always_inline const struct lab_params *params_get(void)
 		pc->params.migration_cost = k->migration_cost_ns;
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
+		pc->params.measure_scan = measure_scan;
 		seen = READ_ONCE(knob_seq_announced);
 		if (seq > seen && __sync_bool_compare_and_swap(&knob_seq_announced, seen, seq))
 			lab_announce(LAB_EV_KNOBS, seq);
 	}
-	pc->params.measure_scan = measure_scan;
 	return &pc->params;
 }
 
@@ -269,16 +282,22 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
  * sched_ext operations
  */
 
-/* ops.select_cpu: select_task_rq_fair() (select.bpf.h), with ttwu_runnable()'s shortcut for a
- * woken ghost. Differs: the lab's experiment knobs DELAY_WAKE_COLD / DELAY_REQUEUE_SELECT. */
+/*
+ * ops.select_cpu: select_task_rq_fair() (select.bpf.h), with ttwu_runnable()'s shortcut for a
+ * woken ghost. A wakee whose CPU came out idle, with nothing of ours queued there, is that
+ * CPU's pick: it joins the queue and goes to the CPU's local DSQ at once (ops.enqueue and
+ * ops.dispatch are then skipped). Differs: the lab's experiment knobs DELAY_WAKE_COLD /
+ * DELAY_REQUEUE_SELECT.
+ */
 s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	u64 now = scx_bpf_now();
-	struct lab_se *se;
+	const struct lab_params *params;
+	lab_se_t *se;
 	s32 cpu;
+	u32 wk;
 
 	if (!tc || !pool)
 		return prev_cpu;
@@ -295,6 +314,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	 */
 	cpu = se->cpu;
 	if (se->delayed && cpu >= 0) {
+		params = params_get();
 		if (sched_feat(params, DELAY_WAKE_COLD) && now - se->last_ran > params->migration_cost) {
 			lab_leave(tc->slot, now);
 			stat_inc(LAB_ST_SELECT_WAKE_COLD);
@@ -303,42 +323,49 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 			return cpu;
 		}
 	}
-	return select_task_rq_fair(p, tc, prev_cpu, wake_flags, params, now);
+	cpu = select_task_rq_fair(p, tc, prev_cpu, wake_flags, now);
+	if (!tc->select_idle || se->on_rq)
+		return cpu;
+	/* enqueue_task_fair() on the idle CPU, whose next pick is this task. */
+	wk = LAB_WK_IF_IDLE | LAB_WK_INSERT;
+	if (wake_flags & SCX_WAKE_FORK)
+		wk |= LAB_WK_INITIAL;
+	if (enqueue_task(tc, cpu, wk, task_custom_slice(p)) == LAB_ENQ_INSERT) {
+		tc->wake_flags = 0;
+		tc->prio_changed = 0;
+		stat_inc(LAB_ST_INSERT_SELECT);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
+	}
+	return cpu;
 }
 
-/* ops.runnable: enqueue_task_fair()'s EEVDF part, the task joins its CPU's queue. Differs:
- * the preemption check waits for ops.enqueue, where the task is in our custody. */
-void BPF_STRUCT_OPS(lab_runnable, struct task_struct *p, u64 enq_flags)
-{
-	join_queue(p, scx_bpf_task_cpu(p), enq_flags & LAB_ENQUEUE_INITIAL);
-}
-
-/* ops.enqueue: the task enters the scheduler's custody; wakeup_preempt_fair() (or
- * prio_changed_fair()'s check) decides against the running task. Differs: the preemption is a
- * kick of the CPU, like preempt=full. */
+/*
+ * ops.enqueue: enqueue_task_fair() -- the task joins its CPU's queue and enters the
+ * scheduler's custody -- then wakeup_preempt_fair() (or prio_changed_fair()'s check) against
+ * the running task, all under one lock (lab_enqueue_task()). A known pick is inserted at once:
+ * a wakee that won the pick preempts with SCX_ENQ_PREEMPT, the pick of a queue with no running
+ * task goes to the local DSQ. Differs: other preemptions are a kick of the CPU, like
+ * preempt=full.
+ */
 void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	bool initial = enq_flags & LAB_ENQUEUE_INITIAL;
-	struct lab_se *se;
-	u32 wk = 0;
+	u32 wk = LAB_WK_INSERT;
+	long ret;
 
-	if (!pool || !tc)
+	if (!tc) {
+		/* No entity: run it in FIFO order until the scheduler has exited. */
+		scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, LAB_SLICE_NS, enq_flags);
 		return;
-	se = SE(pool, tc->slot);
-	/* Joined elsewhere, or not at all (a move the kernel made without ops.runnable). */
-	if (!se->on_rq || se->cpu != cpu || se->delayed)
-		join_queue(p, cpu, initial);
-
+	}
 	/* wakeup_preempt() for a wakeup or a new task, and prio_changed_fair()'s for a queued task
 	 * whose weight changed. */
-	if ((enq_flags & SCX_ENQ_WAKEUP) || initial || tc->prio_changed)
+	if (enq_flags & LAB_ENQUEUE_INITIAL)
+		wk |= LAB_WK_INITIAL | LAB_WK_FORK | LAB_WK_CHECK;
+	if ((enq_flags & SCX_ENQ_WAKEUP) || tc->prio_changed)
 		wk |= LAB_WK_CHECK;
 	tc->prio_changed = 0;
-	if (initial)
-		wk |= LAB_WK_FORK;
 	if (tc->wake_flags & SCX_WAKE_SYNC)
 		wk |= LAB_WK_SYNC;
 	if (tc->wake_flags & LAB_WF_RQ_SELECTED)
@@ -349,154 +376,194 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		wk |= LAB_WK_NORMAL;
 	tc->wake_flags = 0;
 
-	if (lab_enqueue_entity(tc->slot, cpu, wk))
+	ret = enqueue_task(tc, cpu, wk, task_custom_slice(p));
+	switch (ret) {
+	case LAB_ENQ_KICK:
+		slot_ref_set(tc->slot, p);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		break;
+	case LAB_ENQ_INSERT:
+		stat_inc(LAB_ST_INSERT_ENQUEUE);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, LAB_SLICE_NS, enq_flags);
+		break;
+	case LAB_ENQ_PREEMPT:
+		stat_inc(LAB_ST_INSERT_PREEMPT);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, LAB_SLICE_NS, enq_flags | SCX_ENQ_PREEMPT);
+		break;
+	default:
+		/* In the scheduler's custody until ops.dispatch inserts it by slot. */
+		slot_ref_set(tc->slot, p);
+		if (ret > 0)
+			hrtick_update(cpu, ret);
+	}
 }
 
 /* ops.dequeue: dequeue_entity() without DEQUEUE_SLEEP for a property change (DEQUEUE_SAVE);
  * a sleep is ops.quiescent's. */
 void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 {
-	struct lab_pool *pool;
 	struct task_ctx *tc;
 
-	/* Only a property change moves the entity here: the sleep path is ops.quiescent, and the
-	 * other calls merely say that the task left our custody (a dispatch, a core-sched pick). */
-	if (!(deq_flags & SCX_DEQ_SCHED_CHANGE))
-		return;
-	pool = pool_get();
+	/* The task left our custody (a dispatch, a core-sched pick, a property change); only a
+	 * property change moves the entity here: the sleep path is ops.quiescent. */
 	tc = tctx_get(p);
-	if (!pool || !tc)
+	if (!tc)
 		return;
-	lab_leave(tc->slot, scx_bpf_now());
+	slot_ref_drop(tc->slot);
+	if (deq_flags & SCX_DEQ_SCHED_CHANGE)
+		lab_leave(tc->slot, scx_bpf_now());
 }
 
-/* The task a newidle balance pulled is dispatched as the pick: its ops.running is first. */
-static __always_inline void mark_picked(struct task_struct *t)
+/* How many picks one ops.dispatch makes before it leaves the rest to a kick of its CPU (each
+ * pick finalizes at most LAB_PICK_GHOSTS ghosts under the lock). */
+#define LAB_DISPATCH_PICKS	4
+
+/*
+ * A picked task that cannot run here (its affinity or migration-disabled state changed while it
+ * waited): move its entity to a CPU it may run on, keep it in custody there and kick that CPU.
+ * Differs: the kernel would have moved it when the change happened.
+ */
+static __always_inline void dispatch_rehome(struct task_struct *t, u32 slot, s32 cpu)
 {
-	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(t);
+	s32 dst = scx_bpf_task_cpu(t);
 
-	if (pool && tc)
-		SE(pool, tc->slot)->picked = 1;
+	if (!t->migration_disabled && !bpf_cpumask_test_cpu(dst, t->cpus_ptr))
+		dst = bpf_cpumask_any_distribute(t->cpus_ptr);
+	if (dst < 0 || dst >= topo.nr_cpus || dst == cpu) {
+		lab_undispatch(slot, cpu);
+		slot_ref_set(slot, t);
+		return;
+	}
+	join_queue(t, dst, 0);
+	slot_ref_set(slot, t);
+	scx_bpf_kick_cpu(dst, SCX_KICK_IDLE);
 }
 
-/* ops.dispatch: pick_task_fair() and, with nothing to run, sched_balance_newidle(). Differs:
- * exactly one task goes to the local DSQ, or prev keeps running with a refilled slice. */
+/*
+ * ops.dispatch: pick_task_fair() and, with nothing to run, sched_balance_newidle(). Differs:
+ * exactly one task goes to the local DSQ, or prev keeps running with a refilled slice. Every
+ * path that does not insert a task leaves none of ours waiting here, or kicks the CPU to
+ * decide again.
+ */
 void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 {
-	u64 total = 0, now = scx_bpf_now();
+	struct lab_rq *rq = rq_get(cpu);
 	struct task_struct *t;
 	s32 prev_pid = 0;
-	struct lab_rq *rq;
+	u64 total = 0;
 	long slot;
+	u32 i;
 
+	if (!rq)
+		return;
+	/* An empty queue has nothing to pick (a running prev of ours would still be queued). */
+	if (!READ_ONCE(rq->cfs.nr_queued))
+		goto newidle;
 	if (prev) {
 		total = exec_now(prev, cpu);
 		prev_pid = prev->pid;
 	}
-	slot = lab_dispatch_pick(cpu, total, prev_pid, now);
-	if (slot == LAB_PICK_KEEP && prev) {
-		scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
-		return;
-	}
-	if (slot == LAB_PICK_NONE) {
-		/* Nothing left here: sched_balance_newidle(). */
-		rq = rq_get(cpu);
-		if (!rq)
+	bpf_for(i, 0, LAB_DISPATCH_PICKS) {
+		slot = lab_dispatch_pick(cpu, total, prev_pid, scx_bpf_now());
+		if (slot == LAB_PICK_KEEP && prev) {
+			scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
 			return;
-		t = newidle_balance(cpu, rq, params_get(), now, stats_row());
+		}
+		if (slot == LAB_PICK_NONE)
+			goto newidle;
+		if (slot == LAB_PICK_AGAIN)	/* ghosts finalized, more to go */
+			continue;
+		if (slot <= 0)			/* the pick is already inserted */
+			return;
+		t = slot_ref_take(slot);
 		if (!t)
+			t = bpf_task_from_pid(SE(pool_get(), slot)->pid);
+		if (!t) {
+			/* The task is gone: its entity leaves the queue. */
+			stat_inc(LAB_ST_DISPATCH_MISS);
+			lab_leave(slot, scx_bpf_now());
+			continue;
+		}
+		if (bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
+		    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
+			scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
+			bpf_task_release(t);
 			return;
-		mark_picked(t);
-		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
-		bpf_task_release(t);
-		return;
-	}
-	if (slot <= 0)
-		return;
-	t = slot_task(slot);
-	if (t && bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
-	    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
-		scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
-	} else {
-		/* Give the entity back to the queue's custody: this CPU's next dispatch (after a
-		 * kick, a wakeup or the tick) picks again. */
+		}
 		stat_inc(LAB_ST_DISPATCH_MISS);
-		lab_undispatch(slot, cpu);
-	}
-	if (t)
+		dispatch_rehome(t, slot, cpu);
 		bpf_task_release(t);
+	}
+	/* Picks left for later: decide again once this dispatch is over. */
+	scx_bpf_kick_cpu(cpu, 0);
+	return;
+
+newidle:
+	/* Nothing left here: sched_balance_newidle(). */
+	t = newidle_balance(cpu, rq);
+	if (!t)
+		return;
+	scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
+	bpf_task_release(t);
 }
 
 /* ops.running: set_next_task_fair(first) and hrtick_start_fair(); prio_changed_fair() for a
  * running task whose priority got worse. */
 void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct lab_se *se;
+	lab_se_t *se;
 	long hrtick_ns;
 
 	if (!pool || !tc)
 		return;
 	se = SE(pool, tc->slot);
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
-		join_queue(p, cpu, false);
-	slot_migrated[tc->slot & LAB_SLOT_MASK] = 0;
+		join_queue(p, cpu, 0);
+	se->migrated = 0;
 	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
 	if (hrtick_ns > 0)
 		hrtick_start(cpu, hrtick_ns);
-	/* prio_changed_fair() for the running task: a lower priority reschedules. */
-	if (tc->prio_changed == LAB_PRIO_WORSE)
+	/* prio_changed_fair() for the running task: a lower priority reschedules; so does a pick
+	 * that entities joining since made stale. */
+	if (tc->prio_changed == LAB_PRIO_WORSE || hrtick_ns == LAB_SET_NEXT_REPICK)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	tc->prio_changed = 0;
 }
 
-/* ops.stopping: put_prev_task_fair(): update_curr(), and a runnable task goes back into the
- * tree. */
+/* TASK_ON_RQ_MIGRATING (p->on_rq while the core moves a queued task between CPUs). */
+#define LAB_TASK_ON_RQ_MIGRATING	2
+
+/*
+ * ops.stopping: put_prev_task_fair(): update_curr(), and a runnable task goes back into the
+ * tree. A task that stops because it is being dequeued (runnable false) is followed at once by
+ * ops.quiescent, which does this under the dequeue's lock -- unless the dequeue is a migration
+ * (no ops.quiescent then).
+ */
 void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 {
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	struct task_ctx *tc = tctx_get(p);
+	struct task_ctx *tc;
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 *st = stats_row();
-	struct lab_rq *rq;
-	struct lab_se *se;
-	u32 n;
 
-	u64 now = scx_bpf_now();
-	struct lab_cpu *pc;
-
-	if (!pool || !tc || !(rq = rq_get(cpu)))
-		return;
-	n = tc->slot;
-	se = SE(pool, n);
 	hrtick_cancel(cpu);
-	pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
-	bpf_spin_lock(&rq->lock);
-	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
-	pc->running = 0;
-	if (se->cpu == cpu) {
-		account_curr(&rq->cfs, pool, p->se.sum_exec_runtime, p->pid, params, st);
-		se->running = 0;
-		se->last_ran = now;
-		if (runnable)
-			put_prev_entity(&rq->cfs, pool, n, params, st);
-	}
-	bpf_spin_unlock(&rq->lock);
+	if (!runnable && p->on_rq != LAB_TASK_ON_RQ_MIGRATING)
+		return;
+	tc = tctx_get(p);
+	if (tc)
+		lab_stop(tc->slot, cpu, p->se.sum_exec_runtime, p->pid, runnable);
 }
 
 /* ops.quiescent: dequeue_task_fair() for a sleep (maybe a ghost, DELAY_DEQUEUE) or another
- * dequeue. Differs: a ghost is invisible to the rest of the kernel (the task is asleep there). */
+ * dequeue, with put_prev_task_fair() for the task that was running. Differs: a ghost is
+ * invisible to the rest of the kernel (the task is asleep there). */
 void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	u32 flags = 0;
-	u64 now;
+	u64 now, sum = 0;
 
 	if (!pool || !tc)
 		return;
@@ -507,15 +574,17 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	}
 	now = scx_bpf_now();
 	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);	/* runnable until now */
-	/* The task leaving the CPU it runs on was charged by ops.stopping just before. */
-	lab_dequeue_entity(tc->slot, flags, p == bpf_get_current_task_btf(), now);
+	/* The task leaving the CPU it runs on: ops.stopping(false) left its accounting to us. */
+	if (p == bpf_get_current_task_btf())
+		sum = lab_max_u64(p->se.sum_exec_runtime, 1);
+	lab_dequeue_entity(tc->slot, flags, sum, p->pid, now);
 }
 
 /* ops.tick: task_tick_fair(): update_curr() and its reschedule, then the SIS_UTIL budget and
  * periodic balancing. Differs: the reschedule is a zero slice (the core switches at the tick). */
 void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now();
@@ -542,7 +611,7 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
  */
 void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	u32 weight = task_weight(p), old;
 
@@ -557,9 +626,9 @@ void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 /* A ghost whose CPU left its affinity is finalized (the kernel dequeues it on migration). */
 void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask *cpumask)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
-	struct lab_se *se;
+	lab_se_t *se;
 
 	if (!pool || !tc)
 		return;
@@ -572,7 +641,7 @@ void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask
 bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(from), *tto = to ? tctx_get(to) : NULL;
 	s32 cpu = scx_bpf_task_cpu(from);
 	u64 *st = stats_row();
@@ -599,21 +668,29 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
  * entity). */
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
-	struct lab_pool *pool = pool_get();
 	struct task_ctx *tc;
 
-	if (!pool)
-		return -ENOMEM;
+	/*
+	 * A fork never fails because of the scheduler's bookkeeping: without memory for the task's
+	 * context, or with the pool at its cap, the scheduler exits with the reason (the daemon
+	 * reloads it with a pool sized anew) and the task runs without an entity meanwhile.
+	 */
 	tc = bpf_task_storage_get(&task_ctx_stor, p, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!tc)
-		return -ENOMEM;
-	return slot_claim(p, tc, args->fork);
+	if (!tc) {
+		scx_bpf_exit(LAB_EXIT_POOL_FULL, "no memory for the context of task %d", p->pid);
+		return 0;
+	}
+	if (slot_claim(p, tc, args->fork))
+		scx_bpf_exit(LAB_EXIT_POOL_FULL,
+			     "the task pool is full (%u of %u slots, sized from pid_max and threads-max at load): reloading with a larger one",
+			     READ_ONCE(lab_slots_used), lab_slots_cap);
+	return 0;
 }
 
 /* ops.enable: the task switches to the lab; its weight as set_load_weight() computes it. */
 void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc) {
@@ -625,7 +702,7 @@ void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 /* ops.disable: the task leaves the lab (switched_from_fair()): its entity leaves its queue. */
 void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc)
@@ -637,7 +714,7 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 {
 	struct task_ctx *tc = tctx_get(p);
 
-	if (!tc || !tc->slot)
+	if (!tc)
 		return;
 	lab_leave(tc->slot, scx_bpf_now());
 	slot_release(tc);
@@ -648,6 +725,15 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 {
 	s32 cpu, nr = scx_bpf_nr_cpu_ids();
+
+	/* The pool's first slots (the rest comes as tasks need it: slot_claim()). */
+	lab_pool = bpf_arena_alloc_pages(&lab_arena, (void __lab_arena *)LAB_ARENA_BASE, 1,
+					 NUMA_NO_NODE, 0);
+	if (!lab_pool || slots_alloc(1, lab_slots_initial)) {
+		scx_bpf_error("cannot allocate the task pool (%u slots)", lab_slots_initial);
+		return -ENOMEM;
+	}
+	lab_slots_active = lab_slots_initial;
 
 	bpf_for(cpu, 0, nr) {
 		struct lab_rq *rq = rq_get(cpu);
@@ -682,7 +768,6 @@ int lab_probe_clock(void *ctx)
 
 SCX_OPS_DEFINE(lab_ops,
 	       .select_cpu = (void *)lab_select_cpu,
-	       .runnable = (void *)lab_runnable,
 	       .enqueue = (void *)lab_enqueue,
 	       .dequeue = (void *)lab_dequeue,
 	       .dispatch = (void *)lab_dispatch,
@@ -701,4 +786,5 @@ SCX_OPS_DEFINE(lab_ops,
 	       .init = (void *)lab_init,
 	       .exit = (void *)lab_exit,
 	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED,
+	       .timeout_ms = LAB_WATCHDOG_MS,
 	       .name = "eevdf_lab");

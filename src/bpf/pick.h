@@ -24,10 +24,10 @@ LAB_INLINE void count_scan(u64 *st, u32 visited)
  * DSQ sorted by deadline finds the pick by scanning from the earliest deadline to the first
  * eligible entity. Count how far that scan would go on this queue (bounded by the tree depth).
  */
-LAB_INLINE void count_dsq_scan(struct lab_cfs *cfs, struct lab_pool *pool, u32 leftmost,
+LAB_INLINE void count_dsq_scan(struct lab_cfs *cfs, lab_pool_t *pool, u32 leftmost,
 			       u64 *st)
 {
-	const struct lab_se *curr = cfs_curr(cfs, pool);
+	const lab_se_t *curr = cfs_curr(cfs, pool);
 	u32 n = leftmost, len = LAB_TREE_MAX_DEPTH;
 	int i;
 
@@ -58,10 +58,10 @@ LAB_INLINE void count_dsq_scan(struct lab_cfs *cfs, struct lab_pool *pool, u32 l
  * an eligible entity (its min_vruntime is eligible); finally curr if its deadline is earlier.
  * May return a ghost (the caller finalizes it and picks again) or 0 (empty queue).
  */
-LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
 			    const struct lab_params *p, u64 *st)
 {
-	struct lab_se *curr = cfs_curr(cfs, pool);
+	lab_se_t *curr = cfs_curr(cfs, pool);
 	u32 curr_n = curr ? cfs->curr : 0, best = 0, node, visited = 0, leftmost;
 	int i;
 
@@ -100,7 +100,7 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 		 * iteration to the next would keep the BPF verifier from seeing the loop converge.
 		 */
 		lab_for(i, 0, LAB_TREE_MAX_DEPTH) {
-			struct lab_se *se;
+			lab_se_t *se;
 			u32 left;
 
 			if (!node) {
@@ -131,18 +131,25 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool pro
 	return best;
 }
 
+/* Ghosts one pick_next_entity() finalizes at most: the bound of its work under the lock. */
+#define LAB_PICK_GHOSTS		16
+/* pick_next_entity()'s answer when it finalized LAB_PICK_GHOSTS ghosts and more may follow. */
+#define LAB_PICK_RETRY		0xffffffffU
+
 /*
  * pick_next_entity() and pick_task_fair()'s loop: pick; a picked ghost is finalized (its lag
  * clipped by DELAY_ZERO) and the pick repeated. Returns the pick or 0 when only ghosts (or
- * nothing) were left. @ghosts counts the ghosts finalized.
+ * nothing) were left; LAB_PICK_RETRY after LAB_PICK_GHOSTS ghosts in a row (the caller picks
+ * again later, with the lock dropped in between). @ghosts counts the ghosts finalized.
+ * Differs: the kernel finalizes any number of ghosts in one pick.
  */
-LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
 				const struct lab_params *p, u64 *st, u32 *ghosts)
 {
 	u32 n = 0;
 	int i;
 
-	lab_for(i, 0, LAB_NR_SLOTS) {
+	lab_for(i, 0, LAB_PICK_GHOSTS) {
 		if (!cfs->nr_queued)
 			return 0;
 		n = pick_eevdf(cfs, pool, protect, p, st);
@@ -155,7 +162,7 @@ LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool
 		if (ghosts)
 			(*ghosts)++;
 	}
-	return 0;
+	return cfs->nr_queued ? LAB_PICK_RETRY : 0;
 }
 
 /* What wakeup_preempt_fair() decided. */
@@ -189,12 +196,12 @@ struct lab_wakeup {
  * @ghosts counts ghosts the pick finalized. Differs: need_resched and WF_RQ_SELECTED come from
  * the lab's own bookkeeping (struct lab_wakeup), not the kernel's flags.
  */
-LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse_n,
+LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, lab_pool_t *pool, u32 pse_n,
 				   const struct lab_wakeup *wk, const struct lab_params *p,
 				   u64 *st, u32 *ghosts)
 {
 	u32 se_n = cfs->curr, nse;
-	struct lab_se *se, *pse = SE(pool, pse_n);
+	lab_se_t *se, *pse = SE(pool, pse_n);
 	int action = LAB_PREEMPT_WAKEUP, ret;
 
 	if (!se_n || se_n == pse_n)

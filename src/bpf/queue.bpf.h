@@ -10,7 +10,7 @@
 
 /* Bring the queue's load average up to @now with the weight it held until now (call with the
  * queue locked, before changing what is queued). Ghosts count, as delayed tasks keep load. */
-static __always_inline void rq_load_touch(struct lab_rq *rq, struct lab_pool *pool, u64 now)
+static __always_inline void rq_load_touch(struct lab_rq *rq, lab_pool_t *pool, u64 now)
 {
 	u64 w = rq->cfs.sum_weight;
 
@@ -19,52 +19,54 @@ static __always_inline void rq_load_touch(struct lab_rq *rq, struct lab_pool *po
 	pelt_update(&rq->load, now, w);
 }
 
-/*
- * The running task's execution time, current to the rq clock: what the kernel's update_curr()
- * would charge. Valid with @cpu's rq lock held, which every scheduling callback for that CPU has.
- */
-static __always_inline u64 exec_now(struct task_struct *p, s32 cpu)
+/* The kernel's runqueue of @cpu, to read its running task (rq->curr) and clock. */
+static __always_inline struct rq *krq_of(s32 cpu)
 {
-	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
-	u64 sum = p->se.sum_exec_runtime;
-	s64 d;
-
-	if (rq && rq->curr == p) {
-		d = (s64)(rq->clock_task - p->se.exec_start);
-		if (d > 0)
-			sum += d;
-	}
-	return sum;
+	return bpf_per_cpu_ptr(&runqueues, cpu);
 }
 
-/* The task currently on @cpu and its execution time (for remote update_curr()). */
-static __always_inline s32 curr_exec_now(s32 cpu, u64 *total)
+/*
+ * The task running on @krq and its execution time current to the rq clock: what the kernel's
+ * update_curr() would charge it. Plain loads, no helper: callable with a queue lock held, so that
+ * the charge and what the queue does next see the same instant. Returns the task's pid (0: none).
+ */
+static __always_inline s32 krq_curr_exec(struct rq *krq, u64 *total)
 {
-	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
 	struct task_struct *curr;
 	s64 d;
 
 	*total = 0;
-	if (!rq)
+	if (!krq)
 		return 0;
-	curr = rq->curr;
+	curr = krq->curr;
 	if (!curr)
 		return 0;
-	*total = BPF_CORE_READ(curr, se.sum_exec_runtime);
-	d = (s64)(BPF_CORE_READ(rq, clock_task) - BPF_CORE_READ(curr, se.exec_start));
+	*total = curr->se.sum_exec_runtime;
+	d = (s64)(krq->clock_task - curr->se.exec_start);
 	if (d > 0)
 		*total += d;
-	return BPF_CORE_READ(curr, pid);
+	return curr->pid;
+}
+
+/* The running task's execution time for @p running on @cpu (its rq lock held by the caller). */
+static __always_inline u64 exec_now(struct task_struct *p, s32 cpu)
+{
+	struct rq *krq = krq_of(cpu);
+	u64 total;
+
+	if (krq && krq->curr == p && krq_curr_exec(krq, &total))
+		return total;
+	return p->se.sum_exec_runtime;
 }
 
 /*
  * update_curr(): charge the queue's running entity for what it ran since it was last charged.
  * Call with the queue locked; @total and @pid describe the task on the CPU right now.
  */
-static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *pool, u64 total,
+static __always_inline int account_curr(struct lab_cfs *cfs, lab_pool_t *pool, u64 total,
 					s32 pid, const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se;
+	lab_se_t *se;
 	s64 delta;
 
 	if (!cfs->curr)
@@ -77,6 +79,23 @@ static __always_inline int account_curr(struct lab_cfs *cfs, struct lab_pool *po
 		return LAB_RESCHED_NONE;
 	se->exec_snap = total;
 	return update_curr_math(cfs, pool, delta, p, st);
+}
+
+/*
+ * update_curr() of @cpu's running entity, with the running task read under the lock: a remote
+ * charge (a wakeup, a dequeue, a pull from another CPU). Skipped when the queue has no running
+ * entity, which is the common case of a wakeup onto an idle CPU.
+ */
+static __always_inline int account_remote(struct lab_cfs *cfs, lab_pool_t *pool,
+					  struct rq *krq, const struct lab_params *p, u64 *st)
+{
+	u64 total;
+	s32 pid;
+
+	if (!cfs->curr)
+		return LAB_RESCHED_NONE;
+	pid = krq_curr_exec(krq, &total);
+	return account_curr(cfs, pool, total, pid, p, st);
 }
 
 /*
@@ -93,17 +112,60 @@ static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
 	return true;
 }
 
+/*
+ * How many queues have two or more runnable entities: the lab's rd->overloaded. With none, a
+ * newidle balance has nothing to pull and returns at once, as sched_balance_newidle() does
+ * without an overloaded root domain. On its own cache line: written only when a queue crosses
+ * the threshold.
+ */
+u64 nr_overloaded __attribute__((aligned(64)));
+u64 nr_overloaded_pad[7];
+
+/* Keep @rq's share of nr_overloaded current (call with the queue locked, after a change). */
+static __always_inline void rq_overload_update(struct lab_rq *rq)
+{
+	u32 q = rq->cfs.nr_queued, d = rq->cfs.nr_delayed;
+	u8 ov = q > d && q - d >= 2;
+
+	if (ov == rq->overloaded)
+		return;
+	rq->overloaded = ov;
+	__sync_fetch_and_add(&nr_overloaded, ov ? 1 : -1);
+}
+
+/*
+ * pick_next_entity() of a queue with no running entity, whose first shortcut -- a lone queued
+ * entity, here the one just enqueued -- is taken without the call (counted as the pick it is).
+ */
+static __always_inline u32 queue_pick(struct lab_cfs *cfs, lab_pool_t *pool,
+				      const struct lab_params *params, u64 *st)
+{
+	if (cfs->nr_queued == 1 && !cfs->curr && !params->measure_scan && !cfs->nr_delayed) {
+		lab_count(st, LAB_ST_PICK);
+		return cfs->root;
+	}
+	return pick_next_entity(cfs, pool, true, params, st, NULL);
+}
+
+/* The pick waiting in the local DSQ is @n: note it (lab_set_next() clears it). */
+static __always_inline void rq_set_pending(struct lab_rq *rq, lab_se_t *se, u32 n)
+{
+	se->custody = 0;
+	se->picked = 1;
+	rq->pending = n;
+	rq->pending_stale = 0;
+}
+
 /* ---------------------------------------------------------------------------------------------
  * Queue operations
  *
  * The non-static functions below are global BPF subprograms: the verifier checks each once, not
  * once per callback that calls it, which keeps the load time down under emulation. They take
  * scalars (and the task's storage), look up the rest themselves, and are never called with a
- * queue lock held. Moving an entity between queues never holds two queue locks.
+ * queue lock held. Moving an entity between queues never holds two queue locks. Each takes one
+ * queue lock once; the work under it is bounded by the tree's depth (LAB_TREE_MAX_DEPTH) per
+ * tree operation.
  */
-
-/* Declared ahead: lab_dispatch_pick()'s callers give back what they could not dispatch. */
-__noinline int lab_undispatch(u32 slot, s32 cpu);
 
 /*
  * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP (dequeue_entity()): the
@@ -114,11 +176,12 @@ __noinline int lab_undispatch(u32 slot, s32 cpu);
 __noinline int lab_leave(u32 n, u64 now)
 {
 	const struct lab_params *p = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total;
+	lab_pool_t *pool = pool_get();
+	u64 *st = stats_row();
 	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 cpu, pid;
+	lab_se_t *se;
+	struct rq *krq;
+	s32 cpu;
 
 	if (!pool)
 		return 0;
@@ -126,160 +189,206 @@ __noinline int lab_leave(u32 n, u64 now)
 	cpu = se->cpu;
 	if (cpu < 0 || !se->on_rq || !(rq = rq_get(cpu)))
 		return 0;
-	pid = curr_exec_now(cpu, &total);
+	krq = krq_of(cpu);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == cpu) {
 		rq_load_touch(rq, pool, now);
-		account_curr(&rq->cfs, pool, total, pid, p, st);
+		account_remote(&rq->cfs, pool, krq, p, st);
 		if (se->delayed) {
 			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
 			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
 		} else {
 			dequeue_entity(&rq->cfs, pool, n, 0, p, st);
 		}
+		if (rq->pending == n)
+			rq->pending = 0;
 		se->custody = 0;
 		se->running = 0;
 		se->picked = 0;
 		se->cpu = -1;
+		rq_overload_update(rq);
 	}
 	bpf_spin_unlock(&rq->lock);
 	return 0;
 }
 
-/*
- * enqueue_task_fair()'s EEVDF part for the task of @tc on @cpu: a ghost on this queue requeues,
- * anything else is placed (as a new task with @initial). A ghost elsewhere (it woke on another
- * CPU) is finalized there first. @custom_slice is the task's sched_runtime slice, 0 for none.
- * Returns LAB_JOIN_KICK when update_curr() found the running task's request or protection over:
- * the caller reschedules @cpu, as resched_curr_lazy() in the kernel's update_curr(). Otherwise,
- * with HRTICK and someone to switch to, the wall ns until the running entity's deadline for
- * hrtick_update() (enqueue_task_fair() ends with it), else 0.
- */
-#define LAB_JOIN_KICK	(-1)
-
-__noinline long lab_join(struct task_ctx *tc, s32 cpu, u32 initial, u64 custom_slice)
-{
-	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total, now = scx_bpf_now();
-	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 pid;
-	long ret = 0;
-	u32 n;
-
-	if (!pool || !tc || !(rq = rq_get(cpu)))
-		return 0;
-	n = tc->slot;
-	se = SE(pool, n);
-	if (se->on_rq && se->cpu != cpu)
-		lab_leave(n, now);
-	if (!se->on_rq)
-		pelt_update(&tc->load, now, 0);	/* it was asleep */
-	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
-		lab_count(st, LAB_ST_MIGRATE);
-		slot_migrated[n & LAB_SLOT_MASK] = 1;
-	}
-	tc->last_cpu = cpu;
-
-	pid = curr_exec_now(cpu, &total);
-	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	if (account_curr(&rq->cfs, pool, total, pid, params, st) && resched_curr_lazy(rq, st))
-		ret = LAB_JOIN_KICK;
-	if (se->on_rq && se->cpu == cpu) {
-		if (se->delayed)
-			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
-	} else if (!se->on_rq) {
-		se->custom_slice = custom_slice != 0;
-		if (custom_slice)
-			se->slice = custom_slice;
-		se->cpu = cpu;
-		enqueue_entity(&rq->cfs, pool, n, (initial || se->is_new) ? LAB_PLACE_INITIAL : 0,
-			       params, st);
-	}
-	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
-		struct lab_se *curr = SE(pool, rq->cfs.curr);
-
-		if (curr->running)
-			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
-	}
-	bpf_spin_unlock(&rq->lock);
-	return ret;
-}
-
-/* lab_join() for @p (its sched_setattr() custom slice read here). */
-static __always_inline void join_queue(struct task_struct *p, s32 cpu, bool initial)
-{
-	u64 custom = p->se.custom_slice ? lab_custom_slice(p->se.slice) : 0;
-
-	long ret = lab_join(tctx_get(p), cpu, initial, custom);
-
-	if (ret == LAB_JOIN_KICK)
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	else if (ret > 0)
-		hrtick_update(cpu, ret);
-}
-
-/* Bits of lab_enqueue_entity()'s @wk: what wakeup_preempt_fair() needs to know of the wakeup. */
+/* Bits of lab_enqueue_task()'s @wk_bits: what the enqueue is, and what wakeup_preempt_fair()
+ * needs to know of a wakeup. */
 #define LAB_WK_CHECK	1	/* a wakeup (or a new task): check preemption */
 #define LAB_WK_FORK	2
 #define LAB_WK_SYNC	4
 #define LAB_WK_IDLE	8	/* the wakee is SCHED_IDLE */
 #define LAB_WK_NORMAL	16	/* the wakee's policy is SCHED_NORMAL or SCHED_EXT */
 #define LAB_WK_SELECTED	32	/* WF_RQ_SELECTED: select_cpu ran for this wakeup */
+#define LAB_WK_INITIAL	64	/* ENQUEUE_INITIAL: a new task (placed with half a slice) */
+#define LAB_WK_PICKED	128	/* the caller dispatches it right away (a newidle pull) */
+#define LAB_WK_IF_IDLE	256	/* only if the queue is empty: it becomes the pick (select_cpu) */
+#define LAB_WK_INSERT	512	/* the caller can insert a known pick (LAB_ENQ_INSERT/PREEMPT) */
+
+/* What lab_enqueue_task() asks its caller to do (a value >= 0: arm the hrtick that many ns). */
+#define LAB_ENQ_KICK	(-1)	/* reschedule the CPU (SCX_KICK_PREEMPT) */
+#define LAB_ENQ_INSERT	(-2)	/* the task is the pick of its idle queue: insert it */
+#define LAB_ENQ_PREEMPT	(-3)	/* the task won the pick against curr: insert it, preempting */
+#define LAB_ENQ_REFUSED	(-4)	/* LAB_WK_IF_IDLE and the queue was not empty: nothing done */
 
 /*
- * ops.enqueue's queue part: entity @n on @cpu comes into the scheduler's custody; for a wakeup,
- * wakeup_preempt_fair() decides against the running entity. Returns the preemption reason.
+ * enqueue_task_fair() for the task of @tc on @cpu, under one lock: update_curr() of the queue's
+ * running entity, then a ghost on this queue requeues and anything else is placed (as a new
+ * task with LAB_WK_INITIAL). An entity queued on another CPU (a ghost that woke elsewhere) must
+ * have left it first (enqueue_task() does that): calling lab_leave() from here would nest one
+ * more call frame on every path that enqueues.
+ * The task comes into the scheduler's custody, and for a wakeup wakeup_preempt_fair() decides
+ * against the running entity. @custom_slice is the task's sched_runtime slice, 0 for none.
+ *
+ * When the pick is already known it is delivered at once instead of through ops.dispatch: a
+ * wakee that wins the pick against curr goes to the CPU's local DSQ with SCX_ENQ_PREEMPT
+ * (LAB_ENQ_PREEMPT), and the pick of a queue with no running entity goes there plainly
+ * (LAB_ENQ_INSERT) -- the task the CPU's next pick_task_fair() would choose. Any other
+ * reschedule (update_curr() found curr's request or protection over, a short-slice, sync or
+ * idle preemption) is a kick (LAB_ENQ_KICK), after which ops.dispatch picks. Otherwise, with
+ * HRTICK and someone to switch to, the wall ns until the running entity's deadline for
+ * hrtick_update() (enqueue_task_fair() ends with it), else 0.
  */
-__noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
+__noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
+	u64 *st = stats_row(), now = scx_bpf_now();
 	struct lab_wakeup wk = {};
-	u64 *st = stats_row(), total;
-	int preempt = LAB_PREEMPT_NO;
 	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 pid;
+	lab_se_t *se;
+	struct rq *krq;
+	long ret = 0;
+	bool joined = true;
+	u32 n;
 
-	if (!pool || !(rq = rq_get(cpu)))
+	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return 0;
+	n = tc->slot;
 	se = SE(pool, n);
+	if (wk_bits & LAB_WK_IF_IDLE) {
+		/* A cheap look before the lock: most wakeups that are not onto an idle queue end
+		 * here. */
+		if (se->on_rq || READ_ONCE(rq->cfs.nr_queued) || READ_ONCE(rq->pending))
+			return LAB_ENQ_REFUSED;
+	}
+	if (!se->on_rq)
+		pelt_update(&tc->load, now, 0);	/* it was asleep */
+	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
+		lab_count(st, LAB_ST_MIGRATE);
+		se->migrated = 1;
+	}
+	tc->last_cpu = cpu;
 	wk.fork = wk_bits & LAB_WK_FORK;
 	wk.sync = wk_bits & LAB_WK_SYNC;
 	wk.rq_selected = wk_bits & LAB_WK_SELECTED;
 	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
 	wk.wakee_normal = wk_bits & LAB_WK_NORMAL;
+	krq = krq_of(cpu);
 
-	pid = curr_exec_now(cpu, &total);
 	bpf_spin_lock(&rq->lock);
+	if ((wk_bits & LAB_WK_IF_IDLE) &&
+	    (se->on_rq || rq->cfs.nr_queued || rq->cfs.curr || rq->pending)) {
+		bpf_spin_unlock(&rq->lock);
+		return LAB_ENQ_REFUSED;
+	}
+	rq_load_touch(rq, pool, now);
+	if (account_remote(&rq->cfs, pool, krq, params, st) && resched_curr_lazy(rq, st))
+		ret = LAB_ENQ_KICK;
+	if (se->on_rq && se->cpu == cpu) {
+		if (se->delayed)
+			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
+		else
+			joined = false;	/* already queued here: only the custody changes */
+	} else if (!se->on_rq) {
+		se->custom_slice = custom_slice != 0;
+		if (custom_slice)
+			se->slice = custom_slice;
+		se->cpu = cpu;
+		enqueue_entity(&rq->cfs, pool, n,
+			       ((wk_bits & LAB_WK_INITIAL) || se->is_new) ? LAB_PLACE_INITIAL : 0,
+			       params, st);
+	}
 	se->custody = 1;
-	if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
-	    se->cpu == cpu) {
-		struct lab_se *curr = SE(pool, rq->cfs.curr);
+	if (joined && rq->pending)
+		rq->pending_stale = 1;
+
+	if (wk_bits & LAB_WK_PICKED) {
+		rq_set_pending(rq, se, n);
+	} else if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
+		   se->cpu == cpu) {
+		lab_se_t *curr = SE(pool, rq->cfs.curr);
 		int wakeup;
 
-		if (account_curr(&rq->cfs, pool, total, pid, params, st) &&
-		    resched_curr_lazy(rq, st))
-			preempt = LAB_PREEMPT_ENQUEUE;
 		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
 		wk.need_resched = rq->kicked;
 		wakeup = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
 		if (wakeup) {
 			rq->kicked = 1;
-			preempt = wakeup;
+			/* A wakee that won the pick is what the CPU picks next. */
+			if (wakeup == LAB_PREEMPT_WAKEUP && (wk_bits & LAB_WK_INSERT) &&
+			    !rq->pending) {
+				rq_set_pending(rq, se, n);
+				ret = LAB_ENQ_PREEMPT;
+			} else {
+				ret = LAB_ENQ_KICK;
+			}
 		}
+	} else if ((wk_bits & LAB_WK_INSERT) && !rq->cfs.curr && !rq->pending && se->on_rq &&
+		   se->cpu == cpu && queue_pick(&rq->cfs, pool, params, st) == n) {
+		/* No running entity: the queue's pick is the CPU's next task. */
+		rq_set_pending(rq, se, n);
+		ret = LAB_ENQ_INSERT;
 	}
+	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
+		lab_se_t *curr = SE(pool, rq->cfs.curr);
+
+		if (curr->running)
+			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
+	}
+	rq_overload_update(rq);
 	bpf_spin_unlock(&rq->lock);
-	return preempt;
+	return ret;
+}
+
+/* lab_enqueue_task() for @tc's entity, finalizing it first on another CPU's queue it may still
+ * be on (a ghost that woke elsewhere: the kernel dequeues a delayed task that migrates). */
+static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits,
+					 u64 custom_slice)
+{
+	lab_se_t *se;
+
+	if (!tc)
+		return 0;
+	se = SE(pool_get(), tc->slot);
+	if (se->on_rq && se->cpu != cpu && !(wk_bits & LAB_WK_IF_IDLE))
+		lab_leave(tc->slot, scx_bpf_now());
+	return lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
+}
+
+/* The custom slice (sched_setattr() sched_runtime) of @p, 0 for none. */
+static __always_inline u64 task_custom_slice(const struct task_struct *p)
+{
+	return p->se.custom_slice ? lab_custom_slice(p->se.slice) : 0;
+}
+
+/* lab_enqueue_task() for @p on @cpu with @wk_bits, for a move the caller does not insert (a
+ * balancing pull, a task found running off its queue): a reschedule it asks for is a kick. */
+static __always_inline void join_queue(struct task_struct *p, s32 cpu, u32 wk_bits)
+{
+	long ret = enqueue_task(tctx_get(p), cpu, wk_bits, task_custom_slice(p));
+
+	if (ret == LAB_ENQ_KICK)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	else if (ret > 0)
+		hrtick_update(cpu, ret);
 }
 
 /* What lab_dispatch_pick() found. */
 #define LAB_PICK_NONE	0	/* nothing to run: balance */
 #define LAB_PICK_KEEP	-1	/* keep prev running */
 #define LAB_PICK_BUSY	-2	/* the pick is not ours to dispatch (already dispatched) */
+#define LAB_PICK_AGAIN	-3	/* the pick finalized its quota of ghosts: pick again */
 
 /*
  * pick_task_fair(): account prev, pick (finalizing ghosts). Returns a slot to dispatch (taken
@@ -288,7 +397,7 @@ __noinline int lab_enqueue_entity(u32 n, s32 cpu, u32 wk_bits)
 __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row();
 	long ret = LAB_PICK_NONE;
@@ -300,22 +409,24 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 	rq_load_touch(rq, pool, now);
 	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
 	n = pick_next_entity(&rq->cfs, pool, true, params, st, NULL);
-	if (n) {
-		struct lab_se *se = SE(pool, n);
+	if (n == LAB_PICK_RETRY) {
+		ret = LAB_PICK_AGAIN;
+	} else if (n) {
+		lab_se_t *se = SE(pool, n);
 
 		lab_count(st, LAB_ST_DISPATCH);
 		if (n == rq->cfs.curr && se->running && se->pid == prev_pid) {
 			ret = LAB_PICK_KEEP;
 			rq->kicked = 0;	/* the reschedule we asked for happened: prev won again */
 			lab_count(st, LAB_ST_DISPATCH_KEEP);
-		} else if (se->custody) {
-			se->custody = 0;
-			se->picked = 1;
+		} else if (se->custody && !rq->pending) {
+			rq_set_pending(rq, se, n);
 			ret = n;
 		} else {
 			ret = LAB_PICK_BUSY;
 		}
 	}
+	rq_overload_update(rq);
 	bpf_spin_unlock(&rq->lock);
 	return ret;
 }
@@ -323,7 +434,7 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 /* Give @slot back to the custody of @cpu's queue after a dispatch that could not happen. */
 __noinline int lab_undispatch(u32 slot, s32 cpu)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 
 	if (!pool || !rq)
@@ -333,22 +444,31 @@ __noinline int lab_undispatch(u32 slot, s32 cpu)
 		SE(pool, slot)->custody = 1;
 		SE(pool, slot)->picked = 0;
 	}
+	if (rq->pending == slot)
+		rq->pending = 0;
 	bpf_spin_unlock(&rq->lock);
 	return 0;
 }
 
+/* lab_set_next()'s answer when the pick waiting in the local DSQ is no longer the pick. */
+#define LAB_SET_NEXT_REPICK	(-1)
+
 /*
  * set_next_task_fair(): entity @n starts running on @cpu (@sum_exec: its execution time so far),
  * as the pick (@first, set_next_entity(first)) or re-run after a property change. Returns how
- * long until its deadline when the hrtick should be armed, else 0.
+ * long until its deadline when the hrtick should be armed, else 0; or LAB_SET_NEXT_REPICK when
+ * entities joined the queue after @n was picked and the pick now chooses another one (the
+ * kernel picks when the CPU switches, not before): the caller reschedules, and ops.dispatch
+ * picks again.
  */
 __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
+	u64 *st = stats_row();
 	struct lab_cpu *pc;
-	struct lab_se *se;
+	lab_se_t *se;
 	long hrtick_ns = 0;
 
 	if (!pool || !rq)
@@ -359,33 +479,82 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 	pelt_update(&rq->util, now, pc->running ? LAB_SCHED_CAPACITY : 0);
 	pc->running = 1;
 	if (se->on_rq && se->cpu == cpu) {
+		bool stale = rq->pending == n && rq->pending_stale && se->picked;
+
+		if (rq->pending == n)
+			rq->pending = 0;
+		if (stale && pick_next_entity(&rq->cfs, pool, true, params, st, NULL) != n) {
+			lab_count(st, LAB_ST_DISPATCH_REPICK);
+			hrtick_ns = LAB_SET_NEXT_REPICK;
+		}
 		set_next_entity(&rq->cfs, pool, n, se->picked, params);
 		se->picked = 0;
 		se->running = 1;
 		se->custody = 0;
 		se->exec_snap = sum_exec;
-		rq->kicked = 0;
+		rq->kicked = hrtick_ns == LAB_SET_NEXT_REPICK;
 		/* hrtick_start_fair(): only when there is someone to switch to. */
-		if (sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1)
+		if (!hrtick_ns && sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1)
 			hrtick_ns = (long)lab_max_u64(hrtick_delay_ns(se), 1);
+		rq_overload_update(rq);
 	}
 	bpf_spin_unlock(&rq->lock);
 	return hrtick_ns;
 }
 
 /*
- * dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost, after
- * update_curr() of the queue's running entity. @charged: the caller knows that entity was just
- * charged (a sleeper: ops.stopping accounted it), so the remote read is skipped.
+ * put_prev_task_fair() for @p leaving @cpu: update_curr() with @sum_exec, its execution time so
+ * far, and, when it stays runnable, back into the tree. Call with nothing locked.
  */
-__noinline int lab_dequeue_entity(u32 n, u32 flags, u32 charged, u64 now)
+static __always_inline void lab_put_prev(struct lab_rq *rq, lab_pool_t *pool, u32 n, s32 cpu,
+					 u64 sum_exec, s32 pid, bool runnable, u64 now,
+					 const struct lab_params *params, u64 *st)
+{
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+	lab_se_t *se = SE(pool, n);
+
+	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
+	pc->running = 0;
+	if (se->cpu == cpu) {
+		account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
+		se->running = 0;
+		se->last_ran = now;
+		if (runnable)
+			put_prev_entity(&rq->cfs, pool, n, params, st);
+	}
+}
+
+/* ops.stopping(runnable)'s queue part: lab_put_prev() under @cpu's queue lock. */
+__noinline int lab_stop(u32 n, s32 cpu, u64 sum_exec, s32 pid, u32 runnable)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total = 0;
+	lab_pool_t *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+	u64 *st = stats_row(), now = scx_bpf_now();
+
+	if (!pool || !rq)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	lab_put_prev(rq, pool, n, cpu, sum_exec, pid, runnable, now, params, st);
+	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+/*
+ * dequeue_task_fair(): entity @n leaves its queue (@flags: LAB_DEQ_*), maybe as a ghost, after
+ * update_curr() of the queue's running entity. @sum_exec != 0: the entity is the task running
+ * on this CPU and stopping now (ops.stopping(false), which does nothing, ran just before): this
+ * is its put_prev_task_fair() too, charged with that execution time, under the same lock.
+ */
+__noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 now)
+{
+	const struct lab_params *params = params_get();
+	lab_pool_t *pool = pool_get();
+	u64 *st = stats_row();
 	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 cpu, pid = 0;
+	lab_se_t *se;
+	struct rq *krq;
+	s32 cpu;
 
 	if (!pool)
 		return 0;
@@ -393,18 +562,22 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u32 charged, u64 now)
 	cpu = se->cpu;
 	if (cpu < 0 || !(rq = rq_get(cpu)))
 		return 0;
-	if (!charged)
-		pid = curr_exec_now(cpu, &total);
+	krq = sum_exec ? NULL : krq_of(cpu);
 	bpf_spin_lock(&rq->lock);
 	rq_load_touch(rq, pool, now);
-	if (!charged)
-		account_curr(&rq->cfs, pool, total, pid, params, st);
+	if (sum_exec)
+		lab_put_prev(rq, pool, n, cpu, sum_exec, pid, false, now, params, st);
+	else
+		account_remote(&rq->cfs, pool, krq, params, st);
 	if (se->on_rq && se->cpu == cpu) {
+		if (rq->pending == n)
+			rq->pending = 0;
 		se->running = 0;
 		se->custody = 0;
 		se->picked = 0;
 		if (dequeue_entity(&rq->cfs, pool, n, flags, params, st))
 			se->cpu = -1;
+		rq_overload_update(rq);
 	}
 	bpf_spin_unlock(&rq->lock);
 	return 0;
@@ -414,7 +587,7 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u32 charged, u64 now)
 __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row();
 	int resched;
@@ -439,20 +612,21 @@ __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 __noinline int lab_reweight(u32 n, u32 weight, u32 inv_weight)
 {
 	const struct lab_params *params = params_get();
-	struct lab_pool *pool = pool_get();
-	u64 *st = stats_row(), total;
+	lab_pool_t *pool = pool_get();
+	u64 *st = stats_row();
 	struct lab_rq *rq;
-	struct lab_se *se;
-	s32 cpu, pid;
+	lab_se_t *se;
+	struct rq *krq;
+	s32 cpu;
 
 	if (!pool)
 		return 0;
 	se = SE(pool, n);
 	cpu = se->cpu;
 	if (se->on_rq && cpu >= 0 && (rq = rq_get(cpu))) {
-		pid = curr_exec_now(cpu, &total);
+		krq = krq_of(cpu);
 		bpf_spin_lock(&rq->lock);
-		account_curr(&rq->cfs, pool, total, pid, params, st);
+		account_remote(&rq->cfs, pool, krq, params, st);
 		if (se->on_rq && se->cpu == cpu)
 			reweight_entity(&rq->cfs, pool, n, weight, inv_weight, params, st);
 		else

@@ -17,15 +17,15 @@
  */
 
 /* entity_before(): a has the earlier deadline. */
-LAB_INLINE bool entity_before(const struct lab_se *a, const struct lab_se *b)
+LAB_INLINE bool entity_before(const lab_se_t *a, const lab_se_t *b)
 {
 	return (s64)(a->deadline - b->deadline) < 0;
 }
 
 /* min_vruntime_update() and the min/max slice callbacks: recompute one node from its children. */
-LAB_INLINE void rb_augment_node(struct lab_pool *pool, u32 n)
+LAB_INLINE void rb_augment_node(lab_pool_t *pool, u32 n)
 {
-	struct lab_se *se = SE(pool, n), *c;
+	lab_se_t *se = SE(pool, n), *c;
 	u64 mv = se->vruntime, mins = se->slice, maxs = se->slice;
 
 	if (se->left) {
@@ -46,7 +46,7 @@ LAB_INLINE void rb_augment_node(struct lab_pool *pool, u32 n)
 }
 
 /* Recompute the aggregates from @n up to the root. */
-LAB_INLINE void rb_augment_path(struct lab_pool *pool, u32 n)
+LAB_INLINE void rb_augment_path(lab_pool_t *pool, u32 n)
 {
 	int i;
 
@@ -58,7 +58,7 @@ LAB_INLINE void rb_augment_path(struct lab_pool *pool, u32 n)
 	}
 }
 
-LAB_INLINE void rb_replace_child(struct lab_cfs *cfs, struct lab_pool *pool, u32 parent,
+LAB_INLINE void rb_replace_child(struct lab_cfs *cfs, lab_pool_t *pool, u32 parent,
 				 u32 old, u32 new)
 {
 	if (!parent)
@@ -73,11 +73,11 @@ LAB_INLINE void rb_replace_child(struct lab_cfs *cfs, struct lab_pool *pool, u32
  * Rotations keep the aggregates: the node that moves up takes over the subtree, and with it the
  * old top's aggregate; the node that moves down is recomputed from its new children.
  */
-LAB_INLINE void rb_rotate_left(struct lab_cfs *cfs, struct lab_pool *pool, u32 x)
+LAB_INLINE void rb_rotate_left(struct lab_cfs *cfs, lab_pool_t *pool, u32 x)
 {
-	struct lab_se *sx = SE(pool, x);
+	lab_se_t *sx = SE(pool, x);
 	u32 y = sx->right;
-	struct lab_se *sy = SE(pool, y);
+	lab_se_t *sy = SE(pool, y);
 
 	sx->right = sy->left;
 	if (sy->left)
@@ -92,11 +92,11 @@ LAB_INLINE void rb_rotate_left(struct lab_cfs *cfs, struct lab_pool *pool, u32 x
 	rb_augment_node(pool, x);
 }
 
-LAB_INLINE void rb_rotate_right(struct lab_cfs *cfs, struct lab_pool *pool, u32 x)
+LAB_INLINE void rb_rotate_right(struct lab_cfs *cfs, lab_pool_t *pool, u32 x)
 {
-	struct lab_se *sx = SE(pool, x);
+	lab_se_t *sx = SE(pool, x);
 	u32 y = sx->left;
-	struct lab_se *sy = SE(pool, y);
+	lab_se_t *sy = SE(pool, y);
 
 	sx->left = sy->right;
 	if (sy->right)
@@ -111,15 +111,15 @@ LAB_INLINE void rb_rotate_right(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 	rb_augment_node(pool, x);
 }
 
-LAB_INLINE bool rb_is_red(struct lab_pool *pool, u32 n)
+LAB_INLINE bool rb_is_red(lab_pool_t *pool, u32 n)
 {
 	return n && SE(pool, n)->red;
 }
 
 /* Link @n into the tree by deadline and rebalance. */
-LAB_NOINLINE void rb_insert(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
+LAB_NOINLINE void rb_insert(struct lab_cfs *cfs, lab_pool_t *pool, u32 n)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 	u32 p = cfs->root, parent = 0, z;
 	bool left = false;
 	int i;
@@ -190,7 +190,7 @@ LAB_NOINLINE void rb_insert(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
 }
 
 /* Replace the subtree rooted at @u by the one rooted at @v (CLRS' transplant). */
-LAB_INLINE void rb_transplant(struct lab_cfs *cfs, struct lab_pool *pool, u32 u, u32 v)
+LAB_INLINE void rb_transplant(struct lab_cfs *cfs, lab_pool_t *pool, u32 u, u32 v)
 {
 	u32 up = SE(pool, u)->parent;
 
@@ -200,9 +200,9 @@ LAB_INLINE void rb_transplant(struct lab_cfs *cfs, struct lab_pool *pool, u32 u,
 }
 
 /* Unlink @z from the tree and rebalance. */
-LAB_NOINLINE void rb_erase(struct lab_cfs *cfs, struct lab_pool *pool, u32 z)
+LAB_NOINLINE void rb_erase(struct lab_cfs *cfs, lab_pool_t *pool, u32 z)
 {
-	struct lab_se *sz = SE(pool, z);
+	lab_se_t *sz = SE(pool, z);
 	u32 x, xp, y = z;
 	bool y_was_red = sz->red;
 	int i;
@@ -312,7 +312,7 @@ LAB_NOINLINE void rb_erase(struct lab_cfs *cfs, struct lab_pool *pool, u32 z)
 }
 
 /* __pick_first_entity(): the earliest deadline in the tree. */
-LAB_INLINE u32 rb_first(const struct lab_cfs *cfs, struct lab_pool *pool)
+LAB_INLINE u32 rb_first(const struct lab_cfs *cfs, lab_pool_t *pool)
 {
 	u32 n = cfs->root;
 	int i;
@@ -326,7 +326,7 @@ LAB_INLINE u32 rb_first(const struct lab_cfs *cfs, struct lab_pool *pool)
 }
 
 /* In-order successor, for walks over the whole queue (dumps, sum rebuilds). */
-LAB_INLINE u32 rb_next(struct lab_pool *pool, u32 n)
+LAB_INLINE u32 rb_next(lab_pool_t *pool, u32 n)
 {
 	u32 p;
 	int i;

@@ -15,9 +15,9 @@
 #include "rbtree.h"
 
 /* The queue's running entity while it is queued (the kernel's "curr && curr->on_rq"). */
-LAB_INLINE struct lab_se *cfs_curr(struct lab_cfs *cfs, struct lab_pool *pool)
+LAB_INLINE lab_se_t *cfs_curr(struct lab_cfs *cfs, lab_pool_t *pool)
 {
-	struct lab_se *curr;
+	lab_se_t *curr;
 
 	if (!cfs->curr)
 		return NULL;
@@ -26,9 +26,9 @@ LAB_INLINE struct lab_se *cfs_curr(struct lab_cfs *cfs, struct lab_pool *pool)
 }
 
 /* cfs_rq_min_slice() / cfs_rq_max_slice(): the slice range of the queued entities. */
-LAB_INLINE u64 cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool)
+LAB_INLINE u64 cfs_min_slice(struct lab_cfs *cfs, lab_pool_t *pool)
 {
-	struct lab_se *curr = cfs_curr(cfs, pool);
+	lab_se_t *curr = cfs_curr(cfs, pool);
 	u64 min = ~0ULL;
 
 	if (curr)
@@ -38,9 +38,9 @@ LAB_INLINE u64 cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool)
 	return min;
 }
 
-LAB_INLINE u64 cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool)
+LAB_INLINE u64 cfs_max_slice(struct lab_cfs *cfs, lab_pool_t *pool)
 {
-	struct lab_se *curr = cfs_curr(cfs, pool);
+	lab_se_t *curr = cfs_curr(cfs, pool);
 	u64 max = 0;
 
 	if (curr)
@@ -50,16 +50,17 @@ LAB_INLINE u64 cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool)
 	return max;
 }
 
-LAB_INLINE bool entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, struct lab_se *se)
+LAB_INLINE bool entity_eligible(struct lab_cfs *cfs, lab_pool_t *pool, lab_se_t *se)
 {
 	return vruntime_eligible(cfs, cfs_curr(cfs, pool), se->vruntime);
 }
 
 /*
  * sum_w_vruntime_add_paranoid()'s recovery: shift the weights one more bit and rebuild both sums
- * from the tree. Bounded by the pool size; the kernel BUGs at a shift of 10, we stop growing it.
+ * from the tree: O(queue length) under the lock, as in the kernel, and only after an overflow.
+ * The kernel BUGs at a shift of 10, we stop growing it.
  */
-LAB_NOINLINE void sum_w_vruntime_rebuild(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st)
+LAB_NOINLINE void sum_w_vruntime_rebuild(struct lab_cfs *cfs, lab_pool_t *pool, u64 *st)
 {
 	u32 n;
 	int i;
@@ -69,7 +70,7 @@ LAB_NOINLINE void sum_w_vruntime_rebuild(struct lab_cfs *cfs, struct lab_pool *p
 	cfs->sum_w_vruntime = 0;
 	cfs->sum_weight = 0;
 	n = rb_first(cfs, pool);
-	lab_for(i, 0, LAB_NR_SLOTS) {
+	lab_for(i, 0, (int)cfs->nr_queued) {
 		if (!n)
 			break;
 		sum_w_vruntime_add(cfs, SE(pool, n)->vruntime, SE(pool, n)->weight, false);
@@ -79,10 +80,10 @@ LAB_NOINLINE void sum_w_vruntime_rebuild(struct lab_cfs *cfs, struct lab_pool *p
 }
 
 /* __enqueue_entity(): into the sums and the tree. */
-LAB_INLINE void __enqueue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+LAB_INLINE void __enqueue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 				 const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 	u64 ovf = cfs->nr_overflow;
 
 	if (!sum_w_vruntime_add(cfs, se->vruntime, se->weight, sched_feat(p, PARANOID_AVG))) {
@@ -98,9 +99,9 @@ LAB_INLINE void __enqueue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32
 }
 
 /* __dequeue_entity(): out of the tree and the sums. */
-LAB_INLINE void __dequeue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
+LAB_INLINE void __dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	rb_erase(cfs, pool, n);
 	sum_w_vruntime_sub(cfs, se->vruntime, se->weight);
@@ -115,9 +116,9 @@ LAB_INLINE void clear_buddies(struct lab_cfs *cfs, u32 n)
 }
 
 /* set_next_buddy(): never a ghost, never a SCHED_IDLE task (@idle). */
-LAB_INLINE void set_next_buddy(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, bool idle)
+LAB_INLINE void set_next_buddy(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, bool idle)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	if (!se->on_rq || se->delayed || idle)
 		return;
@@ -126,10 +127,10 @@ LAB_INLINE void set_next_buddy(struct lab_cfs *cfs, struct lab_pool *pool, u32 n
 
 /* update_entity_lag(): save V - v (clamped); returns true when the saved lag no longer matches
  * the entity's position (V - vlag != v), i.e. a requeue must re-place it. */
-LAB_INLINE bool update_entity_lag(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+LAB_INLINE bool update_entity_lag(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 				  const struct lab_params *p)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 	u64 avruntime = avg_vruntime(cfs, cfs_curr(cfs, pool));
 	s64 vlag = entity_lag(avruntime, se, cfs_max_slice(cfs, pool), p->tick_ns);
 
@@ -140,10 +141,10 @@ LAB_INLINE bool update_entity_lag(struct lab_cfs *cfs, struct lab_pool *pool, u3
 }
 
 /* update_deadline(): issue a new request once curr's vruntime reached its deadline. */
-LAB_INLINE bool update_deadline(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+LAB_INLINE bool update_deadline(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 				const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	if ((s64)(se->vruntime - se->deadline) < 0)
 		return false;
@@ -156,12 +157,12 @@ LAB_INLINE bool update_deadline(struct lab_cfs *cfs, struct lab_pool *pool, u32 
 }
 
 /* protect_slice() / cancel_protect_slice(). */
-LAB_INLINE bool protect_slice(const struct lab_se *se)
+LAB_INLINE bool protect_slice(const lab_se_t *se)
 {
 	return (s64)(se->vruntime - se->vprot) < 0;
 }
 
-LAB_INLINE void cancel_protect_slice(struct lab_se *se)
+LAB_INLINE void cancel_protect_slice(lab_se_t *se)
 {
 	if (protect_slice(se))
 		se->vprot = se->vruntime;
@@ -174,10 +175,10 @@ LAB_INLINE void cancel_protect_slice(struct lab_se *se)
  * series; V without the entity, which has left the tree and is not curr yet in the kernel), else
  * until it has run that shorter slice (7.2). Never beyond the deadline.
  */
-LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 				  const struct lab_params *p)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 	u64 slice = p->normalized_slice, vprot = se->deadline;
 
 	if (sched_feat(p, RUN_TO_PARITY))
@@ -194,9 +195,9 @@ LAB_INLINE void set_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u3
 
 /* update_protect_slice() (7.3): after a wakeup that did not preempt, protect curr at most the
  * queue's shortest slice beyond min(v, V). */
-LAB_INLINE void update_protect_slice(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u64 *st)
+LAB_INLINE void update_protect_slice(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 	u64 base = min_vruntime_of(se->vruntime, avg_vruntime(cfs, cfs_curr(cfs, pool)));
 	u64 vprot = base + calc_delta_fair(cfs_min_slice(cfs, pool), se);
 
@@ -218,10 +219,10 @@ enum lab_resched {
  * its deadline, and say whether it should make way: never when alone on the queue; otherwise
  * when its request ran out or its protection ended.
  */
-LAB_INLINE int update_curr_math(struct lab_cfs *cfs, struct lab_pool *pool, u64 delta_exec,
+LAB_INLINE int update_curr_math(struct lab_cfs *cfs, lab_pool_t *pool, u64 delta_exec,
 				const struct lab_params *p, u64 *st)
 {
-	struct lab_se *curr;
+	lab_se_t *curr;
 	bool resched;
 
 	if (!cfs->curr || !delta_exec)
@@ -246,10 +247,10 @@ LAB_INLINE int update_curr_math(struct lab_cfs *cfs, struct lab_pool *pool, u64 
  * a deadline: its relative one back (PLACE_REL_DEADLINE), half a slice for a new task
  * (PLACE_DEADLINE_INITIAL), else a full slice. The entity is not counted in nr_queued yet.
  */
-LAB_INLINE void place_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+LAB_INLINE void place_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int flags,
 			     const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n), *curr = cfs_curr(cfs, pool);
+	lab_se_t *se = SE(pool, n), *curr = cfs_curr(cfs, pool);
 	u64 avruntime = avg_vruntime(cfs, curr), vslice;
 	s64 lag = 0;
 	bool heavy = false;
@@ -295,10 +296,10 @@ LAB_INLINE void place_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, 
  * enqueue_entity(): a runnable entity joins the queue -- placed, counted, and linked into the
  * tree unless it is the queue's running entity.
  */
-LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int flags,
 			       const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	place_entity(cfs, pool, n, flags, p, st);
 	se->on_rq = 1;
@@ -320,10 +321,10 @@ LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n
  * relative deadline when it moves while runnable (PLACE_REL_DEADLINE). A departing curr stops
  * being the queue's curr either way; a ghost goes into the tree.
  */
-LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags,
+LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int flags,
 			       const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	clear_buddies(cfs, n);
 	update_entity_lag(cfs, pool, n, p);
@@ -366,10 +367,10 @@ LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n
  * unless its lag changed while it slept; then it is re-placed with that lag (clipped to 0 by
  * DELAY_ZERO) and a fresh deadline.
  */
-LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 				       const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	bool moved = update_entity_lag(cfs, pool, n, p);
 
@@ -393,10 +394,10 @@ LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *poo
 
 /* set_next_entity(): @n becomes the running entity; @first: it was just picked (fair.c's
  * set_next_task_fair(first)). */
-LAB_INLINE void set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, bool first,
+LAB_INLINE void set_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, bool first,
 				const struct lab_params *p)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	clear_buddies(cfs, n);
 	if (se->in_tree)
@@ -413,7 +414,7 @@ LAB_INLINE void set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
  * deadline at its weight, or 0 when it is already there (the caller then reschedules at once).
  * Differs: no stretch for IRQ pressure (cpu_util_irq() is not visible to sched_ext).
  */
-LAB_INLINE u64 hrtick_delay_ns(const struct lab_se *se)
+LAB_INLINE u64 hrtick_delay_ns(const lab_se_t *se)
 {
 	s64 vdelta = (s64)(se->deadline - se->vruntime);
 
@@ -421,10 +422,10 @@ LAB_INLINE u64 hrtick_delay_ns(const struct lab_se *se)
 }
 
 /* put_prev_entity(): the running entity stops running but stays queued. */
-LAB_INLINE void put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n,
+LAB_INLINE void put_prev_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 				const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 
 	if (cfs->curr == n)
 		cfs->curr = 0;
@@ -439,10 +440,10 @@ LAB_INLINE void put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
  * @cfs is NULL when it is not. @inv_weight: the new weight's inverse (the nice table's for a
  * task, as reweight_task_fair() sets it), 0 to derive it. The caller accounted curr first.
  */
-LAB_INLINE void reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight,
+LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u32 weight,
 				u32 inv_weight, const struct lab_params *p, u64 *st)
 {
-	struct lab_se *se = SE(pool, n);
+	lab_se_t *se = SE(pool, n);
 	bool curr = cfs && cfs->curr == n, rel_vprot = false;
 	u64 avruntime = 0;
 	u32 old = se->weight;
@@ -492,9 +493,9 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 
  * jumps to its deadline and the deadline moves one request further, the slice unchanged (not
  * update_deadline(), which would also reset a base slice). Returns true when it did.
  */
-LAB_INLINE bool yield_entity(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st)
+LAB_INLINE bool yield_entity(struct lab_cfs *cfs, lab_pool_t *pool, u64 *st)
 {
-	struct lab_se *curr = cfs_curr(cfs, pool);
+	lab_se_t *curr = cfs_curr(cfs, pool);
 
 	if (!curr || cfs->nr_queued <= 1)
 		return false;

@@ -26,7 +26,7 @@
  */
 __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 {
-	struct lab_pool *pool = pool_get();
+	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u32 ci = cpu & (LAB_MAX_CPUS - 1), curr;
 
@@ -62,8 +62,8 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 static __always_inline void cpu_snap(s32 cpu, const struct task_struct *p,
 				     const struct cpumask *idle, struct lab_cpu_snap *c)
 {
-	__builtin_memset(c, 0, sizeof(*c));
 	lab_cpu_snap_read(cpu, c);
+	c->pad = 0;
 	c->idle = idle ? bpf_cpumask_test_cpu(cpu, idle) : 0;
 	c->allowed = p ? bpf_cpumask_test_cpu(cpu, p->cpus_ptr) : 1;
 }
@@ -156,36 +156,35 @@ static __always_inline void init_idle_cpu_scan(void)
 		llc_nr_idle_scan[i & (LAB_MAX_CPUS - 1)] = topo.llc_size[i & (LAB_MAX_CPUS - 1)];
 }
 
-/* Mirrors wake_affine(); differs: loads are the lab's averages, capacities equal. */
-static __always_inline s32 wake_affine(struct task_struct *p, struct task_struct *waker,
-				       s32 this_cpu, s32 prev_cpu, bool sync,
-				       const struct lab_params *params, const struct cpumask *idle)
+/* Mirrors wake_affine() over the snapshots in @wa (the waker's and the previous CPU); differs:
+ * loads are the lab's averages, capacities equal. */
+static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
+				       struct lab_wake_affine *wa, bool sync,
+				       const struct lab_params *params)
 {
-	struct lab_wake_affine wa = {};
 	u32 r;
 
-	cpu_snap(this_cpu, NULL, idle, &wa.this_cpu);
-	cpu_snap(prev_cpu, NULL, idle, &wa.prev_cpu);
-	wa.task_load = task_load(p);
-	wa.waker_load = task_load(waker);
-	wa.sync = sync;
-	wa.wa_idle = sched_feat(params, WA_IDLE);
-	wa.wa_weight = sched_feat(params, WA_WEIGHT);
-	wa.wa_bias = sched_feat(params, WA_BIAS);
-	r = lab_wake_affine(&wa);
+	/* task_h_load() of the wakee and of the waker (none: a task of another class). */
+	wa->task_load = (s64)tc->load.avg;
+	wa->waker_load = wc ? (s64)wc->load.avg : 0;
+	wa->sync = sync;
+	wa->wa_idle = sched_feat(params, WA_IDLE);
+	wa->wa_weight = sched_feat(params, WA_WEIGHT);
+	wa->wa_bias = sched_feat(params, WA_BIAS);
+	r = lab_wake_affine(wa);
 	switch (r) {
 	case LAB_WA_IDLE_THIS:
 		stat_inc(LAB_ST_WA_IDLE_THIS);
-		return this_cpu;
+		return wa->this_cpu.cpu;
 	case LAB_WA_IDLE_PREV:
 		stat_inc(LAB_ST_WA_IDLE_PREV);
-		return prev_cpu;
+		return wa->prev_cpu.cpu;
 	case LAB_WA_WEIGHT_THIS:
 		stat_inc(LAB_ST_WA_WEIGHT_THIS);
-		return this_cpu;
+		return wa->this_cpu.cpu;
 	default:
 		stat_inc(LAB_ST_WA_PREV);
-		return prev_cpu;
+		return wa->prev_cpu.cpu;
 	}
 }
 
@@ -228,32 +227,31 @@ static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target, bo
 }
 
 /*
- * Mirrors select_idle_sibling(); differs: no asymmetric-capacity, idle-core, SMT-sibling or
- * cluster passes, and the fallback is the target (no prev_aff).
+ * Mirrors select_idle_sibling() for the target and previous CPUs whose snapshots the caller put
+ * in @s (taken once for wake_affine() and here); the recently used CPU is read only when it is a
+ * third CPU (the only case the kernel looks at it). Differs: no asymmetric-capacity, idle-core,
+ * SMT-sibling or cluster passes, and the fallback is the target (no prev_aff).
  */
 static __always_inline s32 select_idle_sibling(struct task_struct *p, struct task_ctx *tc,
 					       struct task_struct *waker, s32 this_cpu,
-					       s32 prev, s32 target,
-					       const struct lab_params *params,
-					       const struct cpumask *idle, u64 now)
+					       struct lab_sis *s, const struct lab_params *params,
+					       const struct cpumask *idle, u64 now, bool *found)
 {
-	struct lab_sis s = {};
+	s32 recent = tc->recent_used_cpu, prev = s->prev.cpu, target = s->target.cpu, cpu;
 	struct lab_rq *rq;
-	s32 recent = tc->recent_used_cpu, cpu;
 	u32 step;
 
-	cpu_snap(target, p, idle, &s.target);
-	cpu_snap(prev, p, idle, &s.prev);
-	/* Read even when there is none (-1 reads as a busy, disallowed CPU): one verifier path. */
-	cpu_snap(recent, p, idle, &s.recent);
-	s.has_recent = recent >= 0;
-	s.this_cpu = this_cpu;
+	s->has_recent = recent >= 0 && recent != prev && recent != target;
+	if (s->has_recent)
+		cpu_snap(recent, p, idle, &s->recent);
+	s->this_cpu = this_cpu;
 	rq = rq_get(this_cpu);
-	s.this_nr_queued = rq ? READ_ONCE(rq->cfs.nr_queued) : 0;
-	s.waker_percpu_kthread = waker && (waker->flags & PF_KTHREAD) && waker->nr_cpus_allowed == 1;
-	s.wakee_idle = p->policy == LAB_SCHED_IDLE;
+	s->this_nr_queued = rq ? READ_ONCE(rq->cfs.nr_queued) : 0;
+	s->waker_percpu_kthread = waker && (waker->flags & PF_KTHREAD) && waker->nr_cpus_allowed == 1;
+	s->wakee_idle = p->policy == LAB_SCHED_IDLE;
 
-	step = lab_select_idle_sibling(&s, &cpu);
+	step = lab_select_idle_sibling(s, &cpu);
+	*found = step != LAB_SIS_KTHREAD;
 	switch (step) {
 	case LAB_SIS_TARGET:
 		stat_inc(LAB_ST_SIS_TARGET);
@@ -271,11 +269,12 @@ static __always_inline s32 select_idle_sibling(struct task_struct *p, struct tas
 		stat_inc(LAB_ST_SIS_RECENT);
 		return cpu;
 	}
-	cpu = select_idle_cpu(p, target, s.wakee_idle, params, idle, now);
+	cpu = select_idle_cpu(p, target, s->wakee_idle, params, idle, now);
 	if (cpu >= 0) {
 		stat_inc(LAB_ST_SIS_SCAN);
 		return cpu;
 	}
+	*found = false;
 	stat_inc(LAB_ST_SIS_NONE);
 	return target;
 }
@@ -285,7 +284,7 @@ static __always_inline s32 select_idle_sibling(struct task_struct *p, struct tas
  * first, from @prev on, else the least loaded) instead of the group-by-group descent.
  */
 static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
-					   const struct cpumask *idle)
+					   const struct cpumask *idle, bool *found)
 {
 	s32 best = prev, cpu;
 	s64 best_load = 0x7fffffffffffffffLL;
@@ -295,8 +294,10 @@ static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
 		cpu = (prev + i) % nr;
 		if (!allowed(p, cpu))
 			continue;
-		if (available_idle(cpu, idle))
+		if (available_idle(cpu, idle)) {
+			*found = true;
 			return cpu;
+		}
 		if (cpu_load(cpu) < best_load) {
 			best_load = cpu_load(cpu);
 			best = cpu;
@@ -307,23 +308,30 @@ static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
 
 /*
  * Mirrors select_task_rq_fair(); differs: no WF_CURRENT_CPU or EAS path, wake_affine() whenever
- * want_affine (every domain of the lab has SD_WAKE_AFFINE and spans prev).
+ * want_affine (every domain of the lab has SD_WAKE_AFFINE and spans prev). Sets tc->select_idle
+ * when the CPU returned was chosen because it was idle. Not inlined: its snapshots stay off the
+ * stack of what ops.select_cpu calls next.
  */
-static s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc, s32 prev_cpu,
-			       u64 wake_flags, const struct lab_params *params, u64 now)
+static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc,
+					  s32 prev_cpu, u64 wake_flags, u64 now)
 {
+	const struct lab_params *params = params_get();
+	bool found = false, *idle_found = &found;
 	struct task_struct *waker = bpf_get_current_task_btf();
 	s32 this_cpu = bpf_get_smp_processor_id(), new_cpu = prev_cpu, cpu;
 	bool sync = (wake_flags & SCX_WAKE_SYNC) && !(waker->flags & PF_EXITING);
+	struct lab_wake_affine wa = {};
+	struct lab_sis sis = {};
 	bool want_affine = false;
 	const struct cpumask *idle;
-	struct task_ctx *wc;
+	struct task_ctx *wc = NULL;
 
 	idle = scx_bpf_get_idle_cpumask();
 	if (wake_flags & SCX_WAKE_FORK) {
 		stat_inc(LAB_ST_SELECT_FORK);
-		cpu = find_idlest_cpu(p, prev_cpu, idle);
+		cpu = find_idlest_cpu(p, prev_cpu, idle, idle_found);
 		scx_bpf_put_idle_cpumask(idle);
+		tc->select_idle = found;
 		return cpu;
 	}
 	if (wake_flags & SCX_WAKE_TTWU) {
@@ -339,9 +347,21 @@ static s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc, s32 p
 		want_affine = lab_want_affine(wc != NULL, wc ? wc->wakee_flips : 0, tc->wakee_flips,
 					      llc_size, allowed(p, this_cpu));
 	}
-	if (want_affine && this_cpu != prev_cpu)
-		new_cpu = wake_affine(p, waker, this_cpu, prev_cpu, sync, params, idle);
-	cpu = select_idle_sibling(p, tc, waker, this_cpu, prev_cpu, new_cpu, params, idle, now);
+	/* One snapshot per CPU, shared by wake_affine() and select_idle_sibling(). */
+	cpu_snap(prev_cpu, p, idle, &wa.prev_cpu);
+	if (want_affine && this_cpu != prev_cpu) {
+		cpu_snap(this_cpu, p, idle, &wa.this_cpu);
+		new_cpu = wake_affine(tc, wc, &wa, sync, params);
+	}
+	/* wake_affine() answers the previous CPU or the waker's. */
+	sis.prev = wa.prev_cpu;
+	sis.target = new_cpu == prev_cpu ? wa.prev_cpu : wa.this_cpu;
+	cpu = select_idle_sibling(p, tc, waker, this_cpu, &sis, params, idle, now, idle_found);
 	scx_bpf_put_idle_cpumask(idle);
-	return allowed(p, cpu) ? cpu : prev_cpu;
+	if (allowed(p, cpu)) {
+		tc->select_idle = found;
+		return cpu;
+	}
+	tc->select_idle = 0;
+	return prev_cpu;
 }

@@ -132,7 +132,7 @@ LAB_INLINE u64 __calc_delta(u64 delta, u64 weight, u32 inv_weight)
  * calc_delta_fair(): wall ns at @se's weight -> virtual ns, as fair.c: unchanged at nice 0,
  * else __calc_delta() with the entity's inverse weight (the table's for a task).
  */
-LAB_INLINE u64 calc_delta_fair(u64 delta, const struct lab_se *se)
+LAB_INLINE u64 calc_delta_fair(u64 delta, const lab_se_t *se)
 {
 	if (se->weight == NICE_0_LOAD || !se->weight)
 		return delta;

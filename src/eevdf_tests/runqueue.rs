@@ -348,3 +348,32 @@ fn the_dsq_scan_diagnostic_counts_ineligible_entities_ahead_of_the_pick() {
     }
     let _ = light;
 }
+
+#[test]
+fn a_pick_finalizes_a_bounded_number_of_ghosts_and_says_so() {
+    let mut q = Q::new(defaults());
+    let runner = q.spawn(1024);
+    let sleepers: Vec<u32> = (0..20).map(|_| q.spawn(1024)).collect();
+    // Each sleeper runs past V and sleeps ineligible: a ghost.
+    for &s in &sleepers {
+        q.run(s, 6_000_000);
+        assert!(
+            !q.dequeue(s, LAB_DEQ_SLEEP as i32),
+            "slot {s} should be a ghost"
+        );
+    }
+    assert_eq!(q.cfs.nr_delayed, 20);
+    // The runner alone moves V past the ghosts, whose deadlines are then the earliest.
+    for _ in 0..200 {
+        q.run(runner, 4_000_000);
+    }
+    assert!(sleepers.iter().all(|&s| q.eligible(s)));
+    let first = q.pick(true);
+    assert_eq!(first, LAB_PICK_RETRY, "more ghosts than one pick finalizes");
+    assert_eq!(q.stat(lab_stat_LAB_ST_GHOST_PICKED), LAB_PICK_GHOSTS as u64);
+    assert_eq!(q.cfs.nr_delayed, 20 - LAB_PICK_GHOSTS);
+    // The next pick finalizes the rest and finds the runner.
+    assert_eq!(q.pick(true), runner);
+    assert_eq!(q.cfs.nr_delayed, 0);
+    assert_eq!(q.stat(lab_stat_LAB_ST_GHOST_PICKED), 20);
+}

@@ -10,6 +10,7 @@ use crate::bench::arms::Arm;
 use crate::bench::protocol::RunRecord;
 use crate::bench::stats::{self, Comparison, Summary};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
 const FIDELITY_ARMS: usize = 4;
@@ -42,6 +43,18 @@ pub struct ArmCounters {
     pub run_delay_us_per_op: Option<f64>,
     /// CPU time of the scheduler's userspace process per run (lab and scx arms).
     pub sched_cpu_ms_per_run: Option<f64>,
+    /// BPF run time of all callbacks per operation, ns (--bpf-stats; sched_ext arms).
+    pub bpf_ns_per_op: Option<f64>,
+    /// Each callback's calls per operation and ns per call (--bpf-stats), costliest first.
+    pub bpf_callbacks: Vec<CallbackRow>,
+}
+
+/// One BPF callback's share of an arm's work on a workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallbackRow {
+    pub name: String,
+    pub calls_per_op: f64,
+    pub ns_per_call: f64,
 }
 
 /// A feature's effect in the kernel and in the mirror, side by side.
@@ -165,8 +178,14 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
     let (mut ops, mut vol, mut inv, mut delay) = (0u64, 0u64, 0u64, 0u64);
     let mut mig = Some(0u64);
     let mut cpu = Vec::new();
+    let mut bpf: BTreeMap<&str, crate::bpfstats::Cost> = BTreeMap::new();
     for r in &valid {
         let Some(m) = &r.measurement else { continue };
+        for (name, c) in &r.bpf {
+            let e = bpf.entry(name.as_str()).or_default();
+            e.calls += c.calls;
+            e.ns += c.ns;
+        }
         ops += m.ops;
         vol += m.counters.voluntary;
         inv += m.counters.involuntary;
@@ -192,7 +211,33 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
         },
         run_delay_us_per_op: per(delay).map(|d| d / NS_PER_US),
         sched_cpu_ms_per_run: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        bpf_ns_per_op: (!bpf.is_empty())
+            .then(|| per(bpf.values().map(|c| c.ns).sum()))
+            .flatten(),
+        bpf_callbacks: callback_rows(&bpf, ops),
     }
+}
+
+/// The callbacks of `bpf` (summed over `ops` operations) per operation, costliest first.
+fn callback_rows(bpf: &BTreeMap<&str, crate::bpfstats::Cost>, ops: u64) -> Vec<CallbackRow> {
+    if ops == 0 {
+        return Vec::new();
+    }
+    let mut rows: Vec<(u64, CallbackRow)> = bpf
+        .iter()
+        .map(|(name, c)| {
+            (
+                c.ns,
+                CallbackRow {
+                    name: name.to_string(),
+                    calls_per_op: c.calls as f64 / ops as f64,
+                    ns_per_call: c.ns as f64 / c.calls.max(1) as f64,
+                },
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    rows.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The fidelity rows for feature `f` from arms [eevdf:F, eevdf:NO_F, lab:F, lab:NO_F].
@@ -242,6 +287,35 @@ mod tests {
     use super::*;
     use crate::bench::arms::{ArmSpec, baseline};
     use crate::bench::report::tests::sample_report;
+
+    #[test]
+    fn callback_costs_per_op_costliest_first() {
+        use crate::bpfstats::Cost;
+        let bpf = BTreeMap::from([
+            (
+                "lab_enqueue",
+                Cost {
+                    calls: 20,
+                    ns: 8000,
+                },
+            ),
+            (
+                "lab_dispatch",
+                Cost {
+                    calls: 40,
+                    ns: 20000,
+                },
+            ),
+            ("lab_tick", Cost { calls: 1, ns: 500 }),
+        ]);
+        let rows = callback_rows(&bpf, 10);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["lab_dispatch", "lab_enqueue", "lab_tick"]);
+        assert_eq!(rows[0].calls_per_op, 4.0);
+        assert_eq!(rows[0].ns_per_call, 500.0);
+        assert_eq!(rows[1].ns_per_call, 400.0);
+        assert!(callback_rows(&bpf, 0).is_empty());
+    }
 
     #[test]
     fn analysis_compares_and_marks() {

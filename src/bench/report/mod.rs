@@ -49,6 +49,8 @@ pub struct Report {
     pub window_s: f64,
     pub max_run_s: f64,
     pub processes: bool,
+    /// The kernel's BPF run-time statistics were on (--bpf-stats).
+    pub bpf_stats: bool,
     pub quick: bool,
     /// Label of the A/A copy of the first arm, when one was run.
     pub aa_arm: Option<String>,
@@ -267,6 +269,7 @@ pub(crate) mod tests {
                 measurement: Some(m),
                 scx_events: vec![],
                 sched_cpu_ns: None,
+                bpf: Default::default(),
             });
         }
         let workloads = vec![wl];
@@ -285,6 +288,7 @@ pub(crate) mod tests {
             window_s: 1.0,
             max_run_s: 10.0,
             processes: false,
+            bpf_stats: false,
             quick: true,
             aa_arm: None,
             fidelity_feature: None,

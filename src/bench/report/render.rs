@@ -138,7 +138,34 @@ pub fn table(r: &Report) -> String {
             }
             t.add_row(row);
         }
+        if r.bpf_stats {
+            let mut row = vec![Cell::new("BPF time per op (ns, --bpf-stats)")];
+            for a in &r.arms {
+                row.push(Cell::new(
+                    ctr(a)
+                        .map(|c| opt(c.bpf_ns_per_op, |v| format!("{v:.0}")))
+                        .unwrap_or_default(),
+                ));
+            }
+            t.add_row(row);
+        }
         let _ = writeln!(s, "{t}");
+        for a in &r.arms {
+            let Some(c) = ctr(a).filter(|c| !c.bpf_callbacks.is_empty()) else {
+                continue;
+            };
+            let cbs: Vec<String> = c
+                .bpf_callbacks
+                .iter()
+                .map(|cb| format!("{} {:.2}×{:.0}", cb.name, cb.calls_per_op, cb.ns_per_call))
+                .collect();
+            let _ = writeln!(
+                s,
+                "BPF per op, {} (callback calls×ns): {}",
+                a.label(),
+                cbs.join(", ")
+            );
+        }
     }
     let _ = writeln!(
         s,

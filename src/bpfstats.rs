@@ -1,0 +1,127 @@
+//! The kernel's BPF run-time statistics (`BPF_ENABLE_STATS`): each program's call count and the
+//! time spent in it, for the daemon's `--bpf-stats` and the bench's.
+
+use anyhow::{Result, bail};
+use libbpf_rs::libbpf_sys;
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Turns on the kernel's BPF run-time statistics for as long as the returned fd is open. They
+/// cost two clock reads per program run.
+pub fn enable() -> Result<OwnedFd> {
+    // SAFETY: a plain syscall wrapper; a non-negative result is an fd we now own.
+    let fd = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+    if fd < 0 {
+        bail!(
+            "cannot enable BPF run-time statistics: {}",
+            std::io::Error::from_raw_os_error(-fd)
+        );
+    }
+    // SAFETY: see above.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The kernel's bpf_prog_info of a loaded program (run_cnt, run_time_ns, verified_insns...).
+pub fn prog_info(fd: BorrowedFd) -> Option<libbpf_sys::bpf_prog_info> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: info is a zeroed bpf_prog_info of the size we pass.
+    let ret = unsafe {
+        libbpf_sys::bpf_obj_get_info_by_fd(
+            fd.as_raw_fd(),
+            (&mut info as *mut libbpf_sys::bpf_prog_info).cast(),
+            &mut len,
+        )
+    };
+    (ret == 0).then_some(info)
+}
+
+/// Calls and run time of one program (cumulative since it was loaded).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Cost {
+    pub calls: u64,
+    pub ns: u64,
+}
+
+/// Every loaded struct_ops program (a sched_ext scheduler's callbacks), by program id, with its
+/// name (as the kernel keeps it: at most 15 characters) and cost so far.
+pub fn struct_ops_costs() -> BTreeMap<u32, (String, Cost)> {
+    let mut out = BTreeMap::new();
+    let mut id = 0u32;
+    loop {
+        // SAFETY: plain syscall wrappers; the fd is owned right after it is returned.
+        if unsafe { libbpf_sys::bpf_prog_get_next_id(id, &mut id) } != 0 {
+            break;
+        }
+        let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: see above.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let Some(info) = prog_info(fd.as_fd()) else {
+            continue;
+        };
+        if info.type_ != libbpf_sys::BPF_PROG_TYPE_STRUCT_OPS {
+            continue;
+        }
+        let name: Vec<u8> = info
+            .name
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        out.insert(
+            id,
+            (
+                String::from_utf8_lossy(&name).into_owned(),
+                Cost {
+                    calls: info.run_cnt,
+                    ns: info.run_time_ns,
+                },
+            ),
+        );
+    }
+    out
+}
+
+/// What each program present in both `a` and `b` cost between the two readings, by name
+/// (programs of one name are summed).
+pub fn delta(
+    a: &BTreeMap<u32, (String, Cost)>,
+    b: &BTreeMap<u32, (String, Cost)>,
+) -> BTreeMap<String, Cost> {
+    let mut out: BTreeMap<String, Cost> = BTreeMap::new();
+    for (id, (name, cb)) in b {
+        let Some((_, ca)) = a.get(id) else { continue };
+        let e = out.entry(name.clone()).or_default();
+        e.calls += cb.calls.saturating_sub(ca.calls);
+        e.ns += cb.ns.saturating_sub(ca.ns);
+    }
+    out.retain(|_, c| c.calls > 0);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_keeps_programs_seen_twice_and_sums_names() {
+        let c = |calls, ns| Cost { calls, ns };
+        let a = BTreeMap::from([
+            (1, ("enqueue".to_string(), c(10, 100))),
+            (2, ("dispatch".to_string(), c(5, 50))),
+            (3, ("tick".to_string(), c(7, 70))),
+        ]);
+        let b = BTreeMap::from([
+            (1, ("enqueue".to_string(), c(15, 160))),
+            (2, ("dispatch".to_string(), c(5, 50))),
+            (4, ("running".to_string(), c(3, 30))),
+            (5, ("enqueue".to_string(), c(2, 20))),
+        ]);
+        let d = delta(&a, &b);
+        // dispatch did not run; running and the second enqueue were not there before.
+        assert_eq!(d, BTreeMap::from([("enqueue".to_string(), c(5, 60))]));
+    }
+}
