@@ -3,7 +3,7 @@
 use crate::control::Control;
 use crate::features::{self, FeatureSet, Mirror, Tunables};
 use crate::topology::online_cpus;
-use crate::{kernel, sched, stats};
+use crate::{input, kernel, sched, stats};
 use anyhow::{Result, bail};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -101,6 +101,10 @@ pub enum Cmd {
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
     #[command(after_help = crate::bench::ARMS_HELP)]
     Bench(crate::bench::BenchArgs),
+    /// Put back what a bench that did not finish (killed with SIGKILL, a crash) had changed:
+    /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started. It reads
+    /// the journal every bench keeps in /run/scx_eevdf_lab (the next bench does the same).
+    Restore,
     /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
     /// /etc/bash_completion.d/scx_eevdf_lab`).
     Completions {
@@ -168,6 +172,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         None if cli.daemon.help_stats => stats::describe()?,
         None if cli.daemon.monitor.is_some() => {
             let secs = cli.daemon.monitor.unwrap_or(1.0);
+            input::positive_secs("--monitor", secs, MAX_INTERVAL_S)?;
             monitor(&MonitorArgs {
                 interval: secs,
                 json: false,
@@ -176,6 +181,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             })?;
         }
         None => {
+            if let Some(secs) = cli.daemon.stats {
+                input::positive_secs("--stats", secs, MAX_INTERVAL_S)?;
+            }
             let start = start_knobs(&cli.daemon)?;
             sched::run(&sched::RunOpts {
                 exit_dump_len: cli.daemon.exit_dump_len,
@@ -192,6 +200,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
         Some(Cmd::Bench(args)) => return crate::bench::run(args),
+        Some(Cmd::Restore) => cmd_restore()?,
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::Spawn(args)) => {
             if !crate::spawn::run(&args)? {
@@ -209,20 +218,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The longest interval between stats samples, seconds.
+const MAX_INTERVAL_S: f64 = 3600.0;
+
 fn monitor(args: &MonitorArgs) -> Result<()> {
-    if args.interval.is_nan() || args.interval <= 0.0 {
-        bail!("the interval must be positive, got {}", args.interval);
-    }
+    let interval = input::positive_secs("the interval", args.interval, MAX_INTERVAL_S)?;
+    stats::check_fields(&args.fields).map_err(input::bad)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed))?;
-    stats::monitor(
-        std::time::Duration::from_secs_f64(args.interval),
-        args.json,
-        args.count,
-        &args.fields,
-        || stop.load(std::sync::atomic::Ordering::Relaxed),
-    )
+    stats::monitor(interval, args.json, args.count, &args.fields, || {
+        stop.load(std::sync::atomic::Ordering::Relaxed)
+    })
 }
 
 /// The features and tunables the daemon starts with: defaults (or the kernel's), then options.
@@ -248,9 +255,9 @@ fn cmd_features(tokens: &[String]) -> Result<()> {
     if tokens.is_empty() {
         return show_features();
     }
-    let ctl = Control::open()?;
-    // Parse before taking the lock: bad input changes nothing.
+    // Parse before looking for the scheduler: bad input changes nothing, running lab or not.
     features::parse_tokens(tokens)?;
+    let ctl = Control::open()?;
     let (before, after) = ctl.update(|k| {
         k.features = k.features.apply(tokens)?;
         Ok(())
@@ -283,12 +290,47 @@ fn show_features() -> Result<()> {
     }
 }
 
+fn cmd_restore() -> Result<()> {
+    use crate::bench::journal;
+    let path = std::path::Path::new(journal::PATH);
+    if !path.exists() {
+        eprintln!("nothing to restore: no bench journal at {}", journal::PATH);
+        return Ok(());
+    }
+    crate::preflight::require_root()?;
+    match journal::recover(path)? {
+        None => eprintln!("nothing to restore: no bench journal at {}", journal::PATH),
+        Some((pid, done)) => {
+            for d in &done {
+                println!("{d}");
+            }
+            eprintln!(
+                "put back what bench pid {pid} had changed{}",
+                if done.is_empty() {
+                    " (nothing had changed)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
 fn cmd_get(name: Option<&str>) -> Result<()> {
+    if let Some(n) = name
+        && !features::TUNABLES.iter().any(|t| t.name == n)
+    {
+        return Err(input::bad_msg(format!(
+            "unknown tunable {n:?}; tunables: {}",
+            tunable_names()
+        )));
+    }
     let k = Control::open()?.read()?;
     match name {
         Some(n) => match k.tunables.get(n) {
             Some(v) => println!("{v}"),
-            None => bail!("unknown tunable {n:?}; tunables: {}", tunable_names()),
+            None => bail!("the running scheduler has no tunable {n:?}"),
         },
         None => {
             for a in k.tunables.to_assignments() {
@@ -391,4 +433,106 @@ fn onoff(b: bool) -> &'static str {
 
 fn fmt_opt(v: Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Malformed and oversized input to every subcommand is refused as bad input (exit status
+    /// 2) with one bounded line, before anything is looked up: these run on a host without
+    /// sched_ext, debugfs or root.
+    #[test]
+    fn bad_input_is_refused_before_anything_happens() {
+        let big = "A".repeat(100_000);
+        let cases: Vec<Vec<String>> = [
+            "--features NO_SUCH",
+            "--set base_slice_ns=10",
+            "--set nr_migrate=x",
+            "--stats 0",
+            "--monitor 1e300",
+            "features NO_SUCH",
+            "features DELAY_ZERO NO_",
+            "set base_slice_ns",
+            "set nope=1",
+            "set base_slice_ns=-5",
+            "set base_slice_ns=99999999999999999999999",
+            "set tunable_scaling=3",
+            "get nope",
+            "monitor 0",
+            "monitor nan",
+            "monitor inf",
+            "monitor --count 1 --field nope",
+            "bench nope",
+            "bench eevdf:NO_SUCH",
+            "bench eevdf:DELAY_WAKE_COLD",
+            "bench lab,base_slice_ns=abc",
+            "bench lab,preempt=full",
+            "bench scx:",
+            "bench eevdf eevdf",
+            "bench -w nope",
+            "bench -w pingpong:pairs=0",
+            "bench -w pingpong:nokey=1",
+            "bench -w pingpong:pairs",
+            "bench -w ,",
+            "bench --runs 0",
+            "bench --runs 20000",
+            "bench --window 0",
+            "bench --warmup 1e9",
+            "bench --max-run=-1",
+            "bench --bootstrap 5",
+            "bench --fidelity NO_SUCH",
+            "bench --fidelity DELAY_WAKE_COLD",
+            "bench --fidelity PLACE_LAG eevdf",
+            "bench --processes -w schlat",
+        ]
+        .iter()
+        .map(|c| c.split(' ').map(String::from).collect())
+        .chain([
+            vec!["features".into(), big.clone()],
+            vec!["set".into(), format!("base_slice_ns={big}")],
+            vec!["get".into(), big.clone()],
+            vec!["bench".into(), big.clone()],
+            vec!["bench".into(), "-w".into(), format!("pingpong:{big}")],
+            vec!["monitor".into(), "--field".into(), big.clone()],
+        ])
+        .collect();
+        for args in cases {
+            let shown = args.join(" ").chars().take(60).collect::<String>();
+            let cli = Cli::try_parse_from(std::iter::once("scx_eevdf_lab".to_string()).chain(args))
+                .unwrap_or_else(|e| panic!("{shown}: clap refused it: {e}"));
+            let e = run(cli)
+                .err()
+                .unwrap_or_else(|| panic!("{shown}: accepted"));
+            assert!(crate::input::is_bad(&e), "{shown}: not bad input: {e:#}");
+            let line = crate::input::one_line(&format!("{e:#}"));
+            assert!(
+                line.len() <= 4 * crate::input::MAX_LINE,
+                "{shown}: {} bytes",
+                line.len()
+            );
+        }
+    }
+
+    /// What clap refuses (exit status 2 in main) covers the rest: unknown subcommands and
+    /// options, non-numbers where a number is expected, extra arguments.
+    #[test]
+    fn clap_refuses_malformed_command_lines() {
+        for c in [
+            "restore-all",
+            "monitor --count abc",
+            "monitor --count -1",
+            "diff-kernel extra",
+            "man extra",
+            "completions bogus",
+            "bench --order bogus",
+            "bench --seed x",
+            "bench --runs -1",
+            "--exit-dump-len x",
+            "set",
+        ] {
+            let args = std::iter::once("scx_eevdf_lab").chain(c.split(' '));
+            assert!(Cli::try_parse_from(args).is_err(), "{c}");
+        }
+    }
 }

@@ -2,10 +2,16 @@
 //! features and tunables without a reload.
 //!
 //! The daemon pins the scheduler's `lab_knobs` map at [`PIN_PATH`] (mode 0600) and removes the
-//! pin when it detaches. A writer takes an exclusive `flock` on [`LOCK_PATH`], reads the knobs,
+//! pin before it detaches. A writer takes an exclusive `flock` on [`LOCK_PATH`], reads the knobs,
 //! applies its change and writes the whole value back with `BPF_F_LOCK`, so that several fields
 //! change at once and two writers are serialized, never interleaved. The BPF side bumps nothing:
 //! every write carries a new `seq`, which the scheduler and the daemon's change log watch.
+//!
+//! A write can race the daemon's detach or reload. The writer therefore checks, still under
+//! the lock, that the pin still leads to its change: if the pin is gone the scheduler detached
+//! and the write is reported as not in effect; if the pin leads to a new map (a reload took the
+//! knobs over), the change is made again there. A reloading daemon takes the same lock while it
+//! carries the knobs from the old map to the new one ([`carry_over`]), so no write falls between.
 
 use crate::bpf_intf;
 use crate::features::{FeatureSet, Tunables};
@@ -119,8 +125,8 @@ impl Control {
         }
         if !st.is_ours() {
             bail!(
-                "no scx_eevdf_lab scheduler is running; {PIN_PATH} is left over from a run that \
-                 did not clean up (the next start replaces it)"
+                "no scx_eevdf_lab scheduler is attached; {PIN_PATH} is left over from a run that \
+                 did not clean up (the next start replaces it), or the daemon is reloading"
             );
         }
         let map = MapHandle::from_pinned_path(PIN_PATH).with_context(|| {
@@ -137,15 +143,51 @@ impl Control {
         read_map(&self.map)
     }
 
-    /// Read-modify-write under the writers' lock. Returns the knobs before and after.
-    pub fn update(&self, change: impl FnOnce(&mut Knobs) -> Result<()>) -> Result<(Knobs, Knobs)> {
+    /// Read-modify-write under the writers' lock, then a check through the pin that the change
+    /// is what the scheduler has (see the module comment). Returns the knobs before and after.
+    pub fn update(&self, change: impl Fn(&mut Knobs) -> Result<()>) -> Result<(Knobs, Knobs)> {
         let _lock = WriterLock::acquire(Duration::from_secs(10))?;
-        let before = self.read()?;
-        let mut after = before;
-        change(&mut after)?;
-        after.seq = before.seq + 1;
-        write_map(&self.map, &after)?;
-        Ok((before, after))
+        let mut map = None;
+        for _ in 0..WRITE_ATTEMPTS {
+            let m = map.as_ref().unwrap_or(&self.map);
+            let before = read_map(m)?;
+            let mut after = before;
+            change(&mut after)?;
+            after.seq = before.seq + 1;
+            write_map(m, &after)?;
+            let Ok(pinned) = MapHandle::from_pinned_path(PIN_PATH) else {
+                bail!(
+                    "the scheduler detached while the change was being written: it is not in \
+                     effect"
+                );
+            };
+            if read_map(&pinned).is_ok_and(|now| same_settings(&now, &after)) {
+                return Ok((before, after));
+            }
+            // A reload pinned a new map: make the change there.
+            map = Some(pinned);
+        }
+        bail!("the knobs were replaced {WRITE_ATTEMPTS} times during this write; try again")
+    }
+}
+
+/// How often a write is made again on a map that a reload pinned meanwhile.
+const WRITE_ATTEMPTS: usize = 3;
+
+fn same_settings(a: &Knobs, b: &Knobs) -> bool {
+    a.features == b.features && a.tunables == b.tunables
+}
+
+/// For a reloading daemon: the knobs to start the new scheduler with, `ours` (what the old one
+/// last had) or, when a writer changed the still-pinned old map since, what it holds now. Call
+/// it holding the writers' lock, until the new map is pinned.
+pub fn carry_over(ours: Knobs) -> Knobs {
+    match MapHandle::from_pinned_path(PIN_PATH)
+        .map_err(anyhow::Error::from)
+        .and_then(|m| read_map(&m))
+    {
+        Ok(k) if k.seq > ours.seq => k,
+        _ => ours,
     }
 }
 
@@ -174,13 +216,16 @@ impl WriterLock {
     }
 }
 
-/// Pins the daemon's knobs map, replacing a stale pin, with mode 0600.
-pub fn pin(map: &libbpf_rs::MapMut) -> Result<()> {
+/// Pins the daemon's knobs map with mode 0600, replacing a stale pin or, on a `reload`, the
+/// previous instance's.
+pub fn pin(map: &libbpf_rs::MapMut, reload: bool) -> Result<()> {
     let mut handle = MapHandle::try_from(map).context("cannot get a handle on the knobs map")?;
     fs::create_dir_all(PIN_DIR)
         .with_context(|| format!("cannot create {PIN_DIR} (is bpffs mounted on /sys/fs/bpf?)"))?;
     if Path::new(PIN_PATH).exists() {
-        log::warn!("replacing {PIN_PATH} left over from a run that did not clean up");
+        if !reload {
+            log::warn!("replacing {PIN_PATH} left over from a run that did not clean up");
+        }
         fs::remove_file(PIN_PATH).with_context(|| format!("cannot remove stale {PIN_PATH}"))?;
     }
     handle
@@ -192,7 +237,7 @@ pub fn pin(map: &libbpf_rs::MapMut) -> Result<()> {
     Ok(())
 }
 
-/// Removes the pin and its folder (best effort: the daemon is exiting).
+/// Removes the pin and its folder (best effort: the daemon is detaching or exiting).
 pub fn unpin() {
     let _ = fs::remove_file(PIN_PATH);
     let _ = fs::remove_dir(PIN_DIR);

@@ -6,7 +6,7 @@
 //! defaults and ranges; it neither reads nor writes any kernel or BPF state.
 
 use crate::bpf_intf;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use std::fmt;
 
 /// How faithfully the mirror reproduces a feature.
@@ -382,12 +382,21 @@ pub fn parse_tokens<S: AsRef<str>>(tokens: &[S]) -> Result<Vec<(&'static Feature
         }
     }
     if !unknown.is_empty() {
-        bail!(
-            "unknown feature{} {}; valid names (prefix NO_ to turn one off): {}",
+        const SHOWN: usize = 5;
+        let mut names = unknown
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if unknown.len() > SHOWN {
+            names.push_str(&format!(" and {} more", unknown.len() - SHOWN));
+        }
+        return Err(crate::input::bad_msg(format!(
+            "unknown feature{} {names}; valid names (prefix NO_ to turn one off): {}",
             if unknown.len() > 1 { "s" } else { "" },
-            unknown.join(" "),
             valid_names()
-        );
+        )));
     }
     Ok(out)
 }
@@ -556,26 +565,30 @@ pub fn parse_assignments<S: AsRef<str>>(items: &[S]) -> Result<Vec<(&'static Tun
         .iter()
         .flat_map(|s| s.as_ref().split([',', ' ']).filter(|s| !s.is_empty()))
     {
+        use crate::input::bad_msg;
         let Some((name, val)) = item.split_once('=') else {
-            bail!(
+            return Err(bad_msg(format!(
                 "expected NAME=VALUE, got {item:?}; tunables: {}",
                 tunable_names()
-            );
+            )));
         };
         let Some(t) = find_tunable(name.trim()) else {
-            bail!("unknown tunable {name:?}; tunables: {}", tunable_names());
+            return Err(bad_msg(format!(
+                "unknown tunable {name:?}; tunables: {}",
+                tunable_names()
+            )));
         };
-        let v: u64 =
-            val.trim().replace('_', "").parse().map_err(|_| {
-                anyhow::anyhow!("{}: {val:?} is not a non-negative integer", t.name)
-            })?;
+        let v: u64 = val.trim().replace('_', "").parse().map_err(|_| {
+            bad_msg(format!(
+                "{}: {val:?} is not a non-negative integer (at most {})",
+                t.name, t.max
+            ))
+        })?;
         if v < t.min || v > t.max {
-            bail!(
+            return Err(bad_msg(format!(
                 "{}={v} is out of range: allowed {}..={}",
-                t.name,
-                t.min,
-                t.max
-            );
+                t.name, t.min, t.max
+            )));
         }
         out.push((t, v));
     }

@@ -282,6 +282,50 @@ impl Drop for KnobGuard {
     }
 }
 
+/// Puts every knob back to its value in `original` (a snapshot taken earlier, e.g. kept in the
+/// bench's journal) where it differs now: the files first, then the features line one token at
+/// a time. Returns what it changed, as `name: now -> original`.
+pub fn put_back(original: &KnobSnapshot) -> Result<Vec<String>> {
+    let d = require_debugfs()?;
+    let now = KnobSnapshot::read()?;
+    let mut changed = Vec::new();
+    let mut errors = Vec::new();
+    for (name, orig) in &original.files {
+        let (want, cur) = (
+            selected_choice(orig),
+            now.files.get(name).map(|v| selected_choice(v)),
+        );
+        if cur.as_deref() == Some(want.as_str()) {
+            continue;
+        }
+        match write(&d.join(name), &want) {
+            Ok(()) => changed.push(format!(
+                "{name}: {} -> {want}",
+                cur.as_deref().unwrap_or("?")
+            )),
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    let (orig, _) = kernel_feature_set(&original.features);
+    let (cur, _) = kernel_feature_set(&now.features);
+    for f in features::FEATURES.iter().filter(|f| f.in_kernel) {
+        if cur.is_on(f) != orig.is_on(f) {
+            match write(&d.join("features"), &token(f, orig.is_on(f))) {
+                Ok(()) => changed.push(format!(
+                    "features: {} -> {}",
+                    token(f, cur.is_on(f)),
+                    token(f, orig.is_on(f))
+                )),
+                Err(e) => errors.push(format!("{e:#}")),
+            }
+        }
+    }
+    if !errors.is_empty() {
+        bail!("putting kernel knobs back: {}", errors.join("; "));
+    }
+    Ok(changed)
+}
+
 fn token(f: &Feature, on: bool) -> String {
     if on {
         f.name.to_string()
@@ -289,6 +333,10 @@ fn token(f: &Feature, on: bool) -> String {
         format!("NO_{}", f.name)
     }
 }
+
+/// The tests that point LAB_DEBUGFS_SCHED somewhere run one at a time.
+#[cfg(test)]
+pub static TEST_ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[cfg(test)]
 mod tests {
@@ -317,6 +365,7 @@ mod tests {
     /// A fake debugfs folder lets the guard's write/restore logic run on any host.
     #[test]
     fn guard_restores_everything_it_touched() {
+        let _env = TEST_ENV.lock().unwrap();
         let d = tempdir();
         let line = FeatureSet::defaults().to_line();
         let kernel_line: String = line
@@ -349,6 +398,44 @@ mod tests {
             "2100000"
         );
         assert_eq!(KnobSnapshot::read().unwrap(), before);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// put_back() writes only what differs from the snapshot. (The fake features file keeps
+    /// the last token written, where the kernel applies each: enough to see the token.)
+    #[test]
+    fn put_back_restores_what_differs_from_a_snapshot() {
+        let _env = TEST_ENV.lock().unwrap();
+        let d = std::env::temp_dir().join(format!("lab-putback-{}", std::process::id()));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("features"), "PLACE_LAG DELAY_ZERO \n").unwrap();
+        fs::write(d.join("base_slice_ns"), "2100000\n").unwrap();
+        fs::write(d.join("preempt"), "none voluntary full (lazy)\n").unwrap();
+        // SAFETY: ENV serializes the tests that set LAB_DEBUGFS_SCHED.
+        unsafe { std::env::set_var("LAB_DEBUGFS_SCHED", &d) };
+        let orig = KnobSnapshot::read().unwrap();
+        assert!(put_back(&orig).unwrap().is_empty());
+        fs::write(d.join("base_slice_ns"), "3000000\n").unwrap();
+        fs::write(d.join("preempt"), "none voluntary (full) lazy\n").unwrap();
+        fs::write(d.join("features"), "PLACE_LAG NO_DELAY_ZERO \n").unwrap();
+        let changed = put_back(&orig).unwrap();
+        assert_eq!(
+            changed,
+            [
+                "base_slice_ns: 3000000 -> 2100000",
+                "preempt: full -> lazy",
+                "features: NO_DELAY_ZERO -> DELAY_ZERO"
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(d.join("base_slice_ns")).unwrap(),
+            "2100000"
+        );
+        assert_eq!(fs::read_to_string(d.join("preempt")).unwrap(), "lazy");
+        assert_eq!(
+            fs::read_to_string(d.join("features")).unwrap(),
+            "DELAY_ZERO"
+        );
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -12,6 +12,7 @@ mod eevdf;
 mod eevdf_tests;
 mod events;
 mod features;
+mod input;
 mod kernel;
 mod preflight;
 mod sched;
@@ -26,15 +27,47 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) => return usage_error(e),
+    };
     init_log(args.verbose);
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("scx_eevdf_lab: error: {e:#}");
-            ExitCode::FAILURE
+            eprintln!(
+                "scx_eevdf_lab: error: {}",
+                input::one_line(&format!("{e:#}"))
+            );
+            if input::is_bad(&e) {
+                ExitCode::from(input::EXIT_BAD_INPUT)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
+}
+
+/// A command line clap refused: its first line, bounded, and exit status 2 (help and version
+/// requests print as clap prints them).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid command line");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!(
+        "scx_eevdf_lab: error: {} (try --help)",
+        input::one_line(first)
+    );
+    ExitCode::from(input::EXIT_BAD_INPUT)
 }
 
 fn init_log(verbose: bool) {

@@ -92,6 +92,9 @@ fn pool_sizes() -> (u32, u32) {
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     struct_ops: Option<libbpf_rs::Link>,
+    /// Leave the knobs pinned when going away: the kernel asked for a restart, and the next
+    /// instance takes them over.
+    keep_pin: bool,
     /// The knobs last seen, for the change log.
     knobs: Knobs,
     pool: PoolView,
@@ -105,9 +108,13 @@ pub struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
+    /// Opens, loads and attaches the scheduler with `knobs`. On a `restart` (the kernel asked
+    /// for one), the knobs are those of the previous instance's still-pinned map, written since
+    /// it exited or not, re-derived for the new CPU count where nobody wrote them.
     pub fn init(
         opts: &RunOpts,
         knobs: Knobs,
+        restart: bool,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         let mut builder = BpfSkelBuilder::default();
@@ -158,9 +165,28 @@ impl<'a> Scheduler<'a> {
         skel.maps.data_data.as_mut().unwrap().tick_ns = 1_000_000_000 / hz;
         info!("kernel HZ: {hz}");
 
-        // The knobs are in place before the first callback runs, and reachable by the CLI.
+        // The knobs are in place before the first callback runs, and reachable by the CLI. A
+        // reload takes them over from the old map under the writers' lock, so that a write
+        // lands in the old map before the take-over or in the new one after the swap.
+        let lock = control::WriterLock::acquire(Duration::from_secs(10))
+            .inspect_err(|e| warn!("{e:#}; taking the knobs over without it"))
+            .ok();
+        let knobs = if restart {
+            let carried = control::carry_over(knobs);
+            if carried.seq == knobs.seq {
+                let mut k = knobs;
+                rederive_for_cpus(&mut k.tunables);
+                k
+            } else {
+                info!("taking over the knobs written during the reload");
+                carried
+            }
+        } else {
+            knobs
+        };
         control::write_map(&skel.maps.lab_knobs, &knobs)?;
-        control::pin(&skel.maps.lab_knobs)?;
+        control::pin(&skel.maps.lab_knobs, restart)?;
+        drop(lock);
         let events = crate::events::Listener::start(&skel.maps.lab_events)?;
 
         let struct_ops = match scx_ops_attach!(skel, lab_ops) {
@@ -192,6 +218,7 @@ impl<'a> Scheduler<'a> {
         Ok(Self {
             skel,
             struct_ops,
+            keep_pin: false,
             knobs,
             pool,
             stats_server,
@@ -342,9 +369,21 @@ impl<'a> Scheduler<'a> {
                 bss.nr_alloc_fail, bss.lab_slots_active
             );
         }
+        let ejected = uei_exited!(&self.skel, uei);
+        if !ejected {
+            // Asked to stop: a control write racing the detach either lands before the pin
+            // goes (while attached) or finds no pin.
+            control::unpin();
+        }
         self.struct_ops.take();
-        control::unpin();
-        uei_report!(&self.skel, uei)
+        let uei = uei_report!(&self.skel, uei)?;
+        if ejected && uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
+            self.keep_pin = true;
+        } else {
+            control::unpin();
+        }
+        self.log_knob_changes();
+        Ok(uei)
     }
 
     pub fn knobs(&self) -> Knobs {
@@ -355,7 +394,58 @@ impl<'a> Scheduler<'a> {
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         self.struct_ops.take();
-        control::unpin();
+        if !self.keep_pin {
+            control::unpin();
+        }
+    }
+}
+
+/// The attempts to attach that CPU hotplug defeated, in a row: each is tried again after a
+/// growing pause, up to [`AttachRetry::MAX`] of them.
+#[derive(Debug, Default)]
+struct AttachRetry {
+    failures: u32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    Retry(Duration),
+    GiveUp,
+}
+
+impl AttachRetry {
+    const MAX: u32 = 10;
+
+    /// One more attempt failed: wait 0.5 s, 1 s, 2 s, ... (at most 8 s) before the next, or give
+    /// up after the MAX-th.
+    fn failed(&mut self) -> Next {
+        self.failures += 1;
+        if self.failures >= Self::MAX {
+            return Next::GiveUp;
+        }
+        Next::Retry(Duration::from_millis(500 << (self.failures - 1).min(4)))
+    }
+
+    fn gave_up(&self) -> String {
+        format!(
+            "cannot attach the scheduler: CPUs went on or offline during each of {} attempts \
+             in a row; try again once they settle",
+            self.failures
+        )
+    }
+}
+
+/// update_sysctl(): on hotplug the kernel re-derives the base slice from the normalized one for
+/// the new CPU count, overwriting a base_slice_ns written since.
+fn rederive_for_cpus(t: &mut crate::features::Tunables) {
+    let ncpus = crate::topology::online_cpus();
+    let base = t.derived_base_slice(ncpus);
+    if base != t.base_slice_ns {
+        info!(
+            "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",
+            t.base_slice_ns
+        );
+        t.base_slice_ns = base;
     }
 }
 
@@ -390,6 +480,7 @@ const LAB_EXIT_POOL_FULL_CODE: i64 = 1;
 /// (CPU hotplug). Returns Ok when detached on request; an error carries the exit reason.
 pub fn run(opts: &RunOpts) -> Result<()> {
     crate::sysfs::require_sched_ext()?;
+    crate::preflight::require_supported_kernel()?;
     crate::preflight::require_root()?;
     crate::sysfs::require_no_scheduler()?;
 
@@ -418,33 +509,116 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         tunables: opts.tunables,
     };
     let mut open_object = MaybeUninit::uninit();
-    loop {
-        let mut sched = Scheduler::init(opts, knobs, &mut open_object)?;
-        let uei = sched.run(&shutdown, &wake_rx)?;
+    let mut restart = false;
+    let mut retry = AttachRetry::default();
+    let result = loop {
+        let before = crate::sysfs::read_state()?;
+        let mut sched = match Scheduler::init(opts, knobs, restart, &mut open_object) {
+            Ok(s) => s,
+            Err(e) => {
+                // An attempt that failed while CPUs went on or offline may succeed once they
+                // settle (a topology read or an attach racing the hotplug); any other failure
+                // is final.
+                let hotplug = crate::sysfs::read_state()
+                    .is_ok_and(|now| now.hotplug_seq != before.hotplug_seq);
+                if !hotplug || shutdown.load(Ordering::Relaxed) {
+                    break Err(e);
+                }
+                match retry.failed() {
+                    Next::Retry(wait) => {
+                        warn!(
+                            "attaching failed while CPUs went on or offline ({e:#}); trying \
+                             again in {wait:?} ({} of {})",
+                            retry.failures,
+                            AttachRetry::MAX
+                        );
+                        let _ = wake_rx.recv_timeout(wait);
+                        if shutdown.load(Ordering::Relaxed) {
+                            break Ok(());
+                        }
+                        continue;
+                    }
+                    Next::GiveUp => break Err(e.context(retry.gave_up())),
+                }
+            }
+        };
+        let uei = match sched.run(&shutdown, &wake_rx) {
+            Ok(u) => u,
+            Err(e) => break Err(e),
+        };
         // A restart keeps the live changes made so far.
         knobs = sched.knobs();
         drop(sched);
         if uei.should_restart() && !shutdown.load(Ordering::Relaxed) {
-            if uei.exit_code().unwrap_or(0) & 0xffff == LAB_EXIT_POOL_FULL_CODE {
-                info!("the task pool is full; reloading with one sized for the current limits");
-            } else {
-                info!("the kernel asked for a restart (CPU hotplug); reloading");
+            restart = true;
+            // The kernel bumps enable_seq when an enable completes: an attach it refused
+            // (CPUs changed while the scheduler loaded) did not.
+            let enabled =
+                crate::sysfs::read_state().is_ok_and(|s| s.enable_seq != before.enable_seq);
+            if enabled {
+                retry = AttachRetry::default();
+                if uei.exit_code().unwrap_or(0) & 0xffff == LAB_EXIT_POOL_FULL_CODE {
+                    info!("the task pool is full; reloading with one sized for the current limits");
+                } else {
+                    info!("the kernel asked for a restart (CPU hotplug); reloading");
+                }
+                continue;
             }
-            // update_sysctl(): on hotplug the kernel re-derives the base slice from the
-            // normalized one for the new CPU count, overwriting a base_slice_ns written since.
-            let t = &mut knobs.tunables;
-            let ncpus = crate::topology::online_cpus();
-            let base = t.derived_base_slice(ncpus);
-            if base != t.base_slice_ns {
-                info!(
-                    "base_slice_ns {} -> {base} for {ncpus} CPUs, as the kernel's update_sysctl() does",
-                    t.base_slice_ns
-                );
-                t.base_slice_ns = base;
+            match retry.failed() {
+                Next::Retry(wait) => {
+                    info!(
+                        "the kernel refused the attach: CPUs went on or offline while the \
+                         scheduler loaded; trying again in {wait:?} ({} of {})",
+                        retry.failures,
+                        AttachRetry::MAX
+                    );
+                    let _ = wake_rx.recv_timeout(wait);
+                    if shutdown.load(Ordering::Relaxed) {
+                        break Ok(());
+                    }
+                    continue;
+                }
+                Next::GiveUp => break Err(anyhow::anyhow!(retry.gave_up())),
             }
-            continue;
         }
         info!("detached");
-        return Ok(());
+        break Ok(());
+    };
+    // Nothing of the daemon stays behind: the knobs pin (the Scheduler's), its stats socket.
+    control::unpin();
+    stats::remove_socket();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attach_retries_back_off_and_are_bounded() {
+        let mut r = AttachRetry::default();
+        let waits: Vec<Next> = (0..AttachRetry::MAX).map(|_| r.failed()).collect();
+        let ms = |n| Next::Retry(Duration::from_millis(n));
+        assert_eq!(
+            waits,
+            [
+                ms(500),
+                ms(1000),
+                ms(2000),
+                ms(4000),
+                ms(8000),
+                ms(8000),
+                ms(8000),
+                ms(8000),
+                ms(8000),
+                Next::GiveUp
+            ]
+        );
+        let msg = r.gave_up();
+        assert!(msg.contains("each of 10 attempts in a row"), "{msg}");
+        // An attach that succeeds starts the count again (the caller resets it).
+        let mut r = AttachRetry::default();
+        r.failed();
+        assert_eq!(r.failures, 1);
     }
 }

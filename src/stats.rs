@@ -625,13 +625,35 @@ pub fn describe() -> Result<()> {
 ///
 /// Without a count it waits for the scheduler to come (back), like scx's monitors; with a
 /// count (scripts, tests) it gives up after a few seconds without a stats server.
-pub fn monitor(
-    interval: Duration,
-    json: bool,
-    count: Option<u64>,
-    fields: &[String],
-    mut should_exit: impl FnMut() -> bool,
-) -> Result<()> {
+/// Where scx_stats serves (its default path, shared by every scx scheduler).
+const SOCKET_PATH: &str = "/var/run/scx/root/stats";
+
+/// Removes the daemon's stats socket (it stays behind otherwise) when it is one.
+pub fn remove_socket() {
+    use std::os::unix::fs::FileTypeExt;
+    if std::fs::symlink_metadata(SOCKET_PATH).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(SOCKET_PATH);
+    }
+}
+
+/// How long a stats request waits for the daemon's answer (it answers at once unless it is
+/// stopped or stuck).
+const STATS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a failed stats request means for the user.
+fn request_failed(e: &anyhow::Error) -> String {
+    if e.to_string().ends_with("timed out") {
+        format!(
+            "the scheduler daemon did not answer the stats request within {} s (is it stopped?)",
+            STATS_TIMEOUT.as_secs()
+        )
+    } else {
+        "stats request".into()
+    }
+}
+
+/// Fails on a `--field` name that is not a counter.
+pub fn check_fields(fields: &[String]) -> Result<()> {
     for f in fields {
         if !COUNTERS.contains(&f.as_str()) && !GAUGES.contains(&f.as_str()) && f != "interval_s" {
             bail!(
@@ -641,11 +663,23 @@ pub fn monitor(
             );
         }
     }
+    Ok(())
+}
+
+pub fn monitor(
+    interval: Duration,
+    json: bool,
+    count: Option<u64>,
+    fields: &[String],
+    mut should_exit: impl FnMut() -> bool,
+) -> Result<()> {
+    check_fields(fields)?;
     let mut n = 0u64;
     let mut waited = 0u32;
     let mut first = true;
+    let mut warned = false;
     while !should_exit() && count.is_none_or(|c| n < c) {
-        let mut client = match StatsClient::new().connect(None) {
+        let mut client = match StatsClient::new().connect(Some(STATS_TIMEOUT.as_millis() as u64)) {
             Ok(c) => c,
             Err(e) => {
                 waited += 1;
@@ -665,9 +699,19 @@ pub fn monitor(
         while !should_exit() && count.is_none_or(|c| n < c) {
             let m: Metrics = match client.request("stats", vec![]) {
                 Ok(m) => m,
-                Err(e) if count.is_some() => return Err(e).context("stats request"),
-                Err(_) => break,
+                Err(e) if count.is_some() => {
+                    let what = request_failed(&e);
+                    return Err(e).context(what);
+                }
+                Err(e) => {
+                    if !warned {
+                        log::warn!("{}; retrying", request_failed(&e));
+                        warned = true;
+                    }
+                    break;
+                }
             };
+            warned = false;
             n += 1;
             let mut out = std::io::stdout().lock();
             if !fields.is_empty() {

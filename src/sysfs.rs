@@ -61,8 +61,9 @@ pub fn require_sched_ext() -> Result<()> {
         let release = read_trim(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_default();
         bail!(
             "this kernel ({release}) has no sched_ext: {SCX_ROOT} is missing \
-             (a kernel built with CONFIG_SCHED_CLASS_EXT=y is needed, 6.12 or newer; \
-             `scripts/vm` boots one in QEMU)"
+             (a kernel built with CONFIG_SCHED_CLASS_EXT=y is needed, {} or newer; \
+             `scripts/vm` boots one in QEMU)",
+            crate::preflight::MIN_KERNEL
         );
     }
     Ok(())

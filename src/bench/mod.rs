@@ -12,6 +12,7 @@
 pub mod arms;
 pub mod counters;
 pub mod env;
+pub mod journal;
 pub mod plot;
 pub mod protocol;
 pub mod report;
@@ -19,7 +20,8 @@ pub mod runner;
 pub mod stats;
 pub mod workloads;
 
-use anyhow::{Context, Result, bail};
+use crate::input::{self, bad_msg};
+use anyhow::{Context, Result};
 use arms::{Arm, ArmSpec};
 use protocol::{NamedWorkload, Order, Session};
 use report::{Report, WorkloadInfo};
@@ -77,7 +79,7 @@ pub struct BenchArgs {
     )]
     pub workloads: Vec<String>,
 
-    /// Measured runs per arm and workload [default: 10; 3 with --quick].
+    /// Measured runs per arm and workload, 1..=10000 [default: 10; 3 with --quick].
     #[arg(short = 'n', long)]
     pub runs: Option<usize>,
 
@@ -133,7 +135,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bpf_stats: bool,
 
-    /// Bootstrap resamples per comparison [default: 10000; 2000 with --quick].
+    /// Bootstrap resamples per comparison, 100..=1000000 [default: 10000; 2000 with --quick].
     #[arg(long)]
     pub bootstrap: Option<usize>,
 
@@ -181,6 +183,13 @@ const QUICK: Defaults = Defaults {
 /// The longest any time option may be, seconds.
 const MAX_OPTION_S: f64 = 3600.0;
 
+/// The most measured runs per arm and workload.
+const MAX_RUNS: usize = 10_000;
+
+/// Bootstrap resamples per comparison: fewer give no interval (stats::bootstrap_ratio_ci).
+const MIN_BOOTSTRAP: usize = 100;
+const MAX_BOOTSTRAP: usize = 1_000_000;
+
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(f) = &args.validate {
         let text =
@@ -206,19 +215,26 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let q = args.quick;
     let dflt = if q { &QUICK } else { &FULL };
     let rc = workloads::RunConfig {
-        warmup: secs(args.warmup.unwrap_or(dflt.warmup_s))?,
-        window: secs(args.window.unwrap_or(dflt.window_s))?,
-        max_run: secs(args.max_run.unwrap_or(dflt.max_run_s))?,
+        warmup: secs("--warmup", args.warmup.unwrap_or(dflt.warmup_s))?,
+        window: secs("--window", args.window.unwrap_or(dflt.window_s))?,
+        max_run: secs("--max-run", args.max_run.unwrap_or(dflt.max_run_s))?,
         processes: args.processes,
     };
     if rc.window.is_zero() {
-        bail!("--window must be > 0");
+        return Err(bad_msg("--window must be > 0"));
     }
     let runs = args.runs.unwrap_or(dflt.runs);
-    if runs == 0 {
-        bail!("--runs must be at least 1");
+    if runs == 0 || runs > MAX_RUNS {
+        return Err(bad_msg(format!(
+            "--runs must be 1..={MAX_RUNS}, got {runs}"
+        )));
     }
     let boot_reps = args.bootstrap.unwrap_or(dflt.bootstrap);
+    if !(MIN_BOOTSTRAP..=MAX_BOOTSTRAP).contains(&boot_reps) {
+        return Err(bad_msg(format!(
+            "--bootstrap must be {MIN_BOOTSTRAP}..={MAX_BOOTSTRAP}, got {boot_reps}"
+        )));
+    }
     let seed = args.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -230,13 +246,15 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let mut specs: Vec<ArmSpec> = match &args.fidelity {
         Some(f) => {
             if !args.arms.is_empty() {
-                bail!("--fidelity chooses the arms itself; give no ARM");
+                return Err(bad_msg("--fidelity chooses the arms itself; give no ARM"));
             }
             let name = f.strip_prefix("NO_").unwrap_or(f);
             let feat = crate::features::find(name)
-                .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
+                .ok_or_else(|| bad_msg(format!("--fidelity: unknown feature {name:?}")))?;
             if !feat.in_kernel {
-                bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
+                return Err(bad_msg(format!(
+                    "--fidelity: {name} is a lab knob; the kernel has no such feature"
+                )));
             }
             [
                 format!("eevdf:{name}"),
@@ -246,21 +264,23 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             ]
             .iter()
             .map(|s| ArmSpec::parse(s))
-            .collect::<Result<_>>()?
+            .collect::<Result<_>>()
+            .map_err(input::bad)?
         }
         None if args.arms.is_empty() => vec![ArmSpec::parse("eevdf")?, ArmSpec::parse("lab")?],
         None => args
             .arms
             .iter()
             .map(|s| ArmSpec::parse(s))
-            .collect::<Result<_>>()?,
+            .collect::<Result<_>>()
+            .map_err(input::bad)?,
     };
     for (i, s) in specs.iter().enumerate() {
         if specs[..i].iter().any(|p| p.label == s.label) {
-            bail!(
+            return Err(bad_msg(format!(
                 "arm {:?} is given twice (use --aa for an A/A comparison)",
                 s.label
-            );
+            )));
         }
     }
     let aa = if args.aa {
@@ -282,9 +302,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         if w.is_empty() {
             continue;
         }
-        let workload = workloads::parse(w, q)?;
+        let workload = workloads::parse(w, q).map_err(input::bad)?;
         if args.processes && THREADS_ONLY.contains(&workload.name()) {
-            bail!("{} runs as threads only; drop --processes", workload.name());
+            return Err(bad_msg(format!(
+                "{} runs as threads only; drop --processes",
+                workload.name()
+            )));
         }
         wls.push(NamedWorkload {
             label: w.to_string(),
@@ -292,8 +315,31 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         });
     }
     if wls.is_empty() {
-        bail!("no workload given");
+        return Err(bad_msg("no workload given"));
     }
+    // What a bench killed before it could restore left behind goes back first, so that this
+    // one starts from (and restores to) the settings from before that one.
+    if crate::preflight::is_root()
+        && let Some((pid, done)) = journal::recover(std::path::Path::new(journal::PATH))?
+    {
+        eprintln!(
+            "scx_eevdf_lab bench: put back what an unfinished bench (pid {pid}) had changed: {}",
+            if done.is_empty() {
+                "nothing had changed".to_string()
+            } else {
+                done.join("; ")
+            }
+        );
+    }
+    // The arms against the settings the bench starts from (read only), so that a bad arm is
+    // refused before anything is created.
+    let ncpus = crate::topology::online_cpus();
+    let base = arms::baseline(ncpus);
+    let arms: Vec<Arm> = specs
+        .into_iter()
+        .map(|s| Arm::resolve(s, &base, ncpus))
+        .collect::<Result<_>>()
+        .map_err(input::bad)?;
     let infos: Vec<WorkloadInfo> = wls
         .iter()
         .map(|w| WorkloadInfo {
@@ -325,12 +371,6 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     .context("cannot install the SIGINT/SIGTERM handler")?;
 
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
-    let ncpus = crate::topology::online_cpus();
-    let base = arms::baseline(ncpus);
-    let arms: Vec<Arm> = specs
-        .into_iter()
-        .map(|s| Arm::resolve(s, &base, ncpus))
-        .collect::<Result<_>>()?;
 
     let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
     if args.bpf_stats {
@@ -424,9 +464,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn secs(s: f64) -> Result<Duration> {
+fn secs(what: &str, s: f64) -> Result<Duration> {
     if !(0.0..=MAX_OPTION_S).contains(&s) {
-        bail!("{s} s is out of range (0..={MAX_OPTION_S})");
+        return Err(bad_msg(format!(
+            "{what} {s:?} s is out of range (0..={MAX_OPTION_S})"
+        )));
     }
     Ok(Duration::from_secs_f64(s))
 }

@@ -6,9 +6,11 @@
 //! stays attached across consecutive lab arms and has its knobs changed live). [`Runner::check`]
 //! re-reads the sched_ext state and the features and tunables in effect; anything unexpected
 //! makes the run invalid, with the reason. What an arm is and how it is written is
-//! [`super::arms`]; the order of the runs is [`super::protocol`].
+//! [`super::arms`]; the order of the runs is [`super::protocol`]. Before it changes anything it
+//! writes a [`Journal`] of what it found, removed once it has put everything back itself.
 
 use super::arms::{Arm, ArmKind, Baseline, KERNEL_ONLY};
+use super::journal::{self, Journal, LabKnobs, Proc};
 use crate::control::{self, Control, Knobs};
 use crate::features::{self, FeatureSet, Tunables};
 use crate::kernel::{self, KnobGuard, KnobSnapshot};
@@ -94,6 +96,9 @@ pub struct Runner {
     current: Option<usize>,
     log_path: PathBuf,
     ncpus: u64,
+    /// What to put back should the bench die without restoring (root only: others change
+    /// nothing).
+    journal: Option<Journal>,
     /// The kernel's BPF run-time statistics, on while this is open (--bpf-stats).
     bpf_stats: Option<std::os::fd::OwnedFd>,
 }
@@ -145,6 +150,19 @@ impl Runner {
         } else {
             None
         };
+        let journal = if crate::preflight::is_root() {
+            let j = Journal::new(
+                guard.as_ref().map(|g| g.original().clone()),
+                adopted.map(|(k, _): (Knobs, u64)| LabKnobs {
+                    features: k.features,
+                    tunables: k.tunables,
+                }),
+            )?;
+            j.save(Path::new(journal::PATH))?;
+            Some(j)
+        } else {
+            None
+        };
         Ok(Runner {
             guard,
             base,
@@ -153,8 +171,20 @@ impl Runner {
             current: None,
             log_path,
             ncpus,
+            journal,
             bpf_stats: None,
         })
+    }
+
+    /// Records the scheduler process the bench runs now (None: none) in the journal.
+    fn journal_scheduler(&mut self, s: Option<Proc>) -> Result<()> {
+        if let Some(j) = self.journal.as_mut()
+            && j.scheduler != s
+        {
+            j.scheduler = s;
+            j.save(Path::new(journal::PATH))?;
+        }
+        Ok(())
     }
 
     /// The kernel knobs as found at the start, when readable.
@@ -226,6 +256,9 @@ impl Runner {
             log::warn!("the scheduler of arm {} exited ({st})", s.arm);
             self.sched = None;
             self.current = None;
+            if let Err(e) = self.journal_scheduler(None) {
+                log::warn!("{e:#}");
+            }
             let _ = wait_state("disabled", DETACH_TIMEOUT);
         }
     }
@@ -300,21 +333,41 @@ impl Runner {
             .append(true)
             .open(&self.log_path)
             .with_context(|| format!("cannot open {}", self.log_path.display()))?;
+        // SAFETY: getpid has no preconditions.
+        let bench = unsafe { libc::getpid() };
         let child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             // Its own process group: a terminal's Ctrl-C reaches the bench only, which then
             // detaches the scheduler in order.
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("cannot start the scheduler of arm {}", arm.label()))?;
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        let child = unsafe {
+            child.pre_exec(move || {
+                // Should the bench die without stopping it (SIGKILL), it detaches by itself.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGINT) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != bench {
+                    libc::raise(libc::SIGINT);
+                }
+                Ok(())
+            })
+        }
+        .spawn()
+        .with_context(|| format!("cannot start the scheduler of arm {}", arm.label()))?;
+        let proc = Proc::of(child.id());
         let mut s = Sched {
             arm: i,
             child,
             enable_seq: 0,
             ops: String::new(),
         };
+        if let Err(e) = self.journal_scheduler(proc) {
+            self.sched = Some(s);
+            return Err(e);
+        }
         let start = Instant::now();
         loop {
             if let Some(st) = s.child.try_wait()? {
@@ -377,6 +430,7 @@ impl Runner {
             }
             std::thread::sleep(POLL_INTERVAL);
         };
+        self.journal_scheduler(None)?;
         wait_state("disabled", DETACH_TIMEOUT)?;
         if !status.success() {
             log::warn!(
@@ -549,6 +603,19 @@ impl Runner {
             && let Err(e) = g.restore()
         {
             errors.push(format!("{e:#}"));
+        }
+        if self.journal.is_some() {
+            if errors.is_empty() {
+                match Journal::remove(Path::new(journal::PATH)) {
+                    Ok(()) => self.journal = None,
+                    Err(e) => errors.push(format!("{e:#}")),
+                }
+            } else {
+                errors.push(format!(
+                    "{} is kept: `scx_eevdf_lab restore` tries again",
+                    journal::PATH
+                ));
+            }
         }
         errors
     }
