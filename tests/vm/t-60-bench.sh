@@ -1,7 +1,8 @@
 # The A/B bench: a quick eevdf-vs-lab session on pingpong and messaging completes, its JSON
 # validates, and every /sys/kernel/debug/sched knob reads back byte for byte as before — also
 # when the bench is interrupted with SIGINT in the middle of a run (lab attached, and built-in
-# EEVDF with changed features).
+# EEVDF with changed features); perf bench and perf stat -a run in the guest and the perf
+# workloads give valid runs.
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched
@@ -107,3 +108,18 @@ eevdf_changed() { [ "$(scx_state)" = disabled ] && grep -q NO_DELAY_ZERO $DBG/fe
 
 interrupt int-lab lab_running
 interrupt int-eevdf eevdf_changed
+
+# --- 4. perf in the guest: perf bench and system-wide perf stat run, and the bench's perf
+# workloads give valid runs (built-in EEVDF only: this checks the tool, not an arm).
+perf bench sched pipe -l 1000 >/tmp/perf.pipe 2>&1 || { cat /tmp/perf.pipe; fail "perf bench sched pipe failed"; }
+grep -q "usecs/op" /tmp/perf.pipe || fail "perf bench sched pipe printed no usecs/op: $(cat /tmp/perf.pipe)"
+sw=$(perf stat -a -x, -e context-switches -- perf bench sched messaging -g 1 -l 10 -t 2>&1 >/dev/null |
+	awk -F, '$3 == "context-switches" { print $1 }')
+note "perf stat -a: $sw context switches around perf bench sched messaging -g 1 -l 10 -t"
+[ "${sw:-0}" -gt 0 ] 2>/dev/null || fail "perf stat -a -e context-switches counted nothing (${sw:-no output})"
+scx_eevdf_lab bench eevdf -w perf-pipe:loops=1000,perf-messaging:groups=1:loops=10:mode=thread \
+	--quick -n 1 --seed 5 --out /tmp/b5 >/tmp/b5.out 2>/tmp/b5.err ||
+	{ tail -n 20 /tmp/b5.err; fail "the perf workloads' session failed"; }
+v=$(scx_eevdf_lab bench --validate /tmp/b5/bench.json) || fail "perf workloads: $v"
+echo "$v" | grep -q "(2 valid measured)" || { grep -A3 "Invalid runs" /tmp/b5.out; fail "perf workloads: $v"; }
+note "perf workloads: $v"
