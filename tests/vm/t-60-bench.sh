@@ -2,7 +2,7 @@
 # validates, and every /sys/kernel/debug/sched knob reads back byte for byte as before — also
 # when the bench is interrupted with SIGINT in the middle of a run (lab attached, and built-in
 # EEVDF with changed features); perf bench and perf stat -a run in the guest and the perf
-# workloads give valid runs.
+# workloads give valid runs; nice, renice and chrt work.
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched
@@ -123,3 +123,10 @@ scx_eevdf_lab bench eevdf -w perf-pipe:loops=1000,perf-messaging:groups=1:loops=
 v=$(scx_eevdf_lab bench --validate /tmp/b5/bench.json) || fail "perf workloads: $v"
 echo "$v" | grep -q "(2 valid measured)" || { grep -A3 "Invalid runs" /tmp/b5.out; fail "perf workloads: $v"; }
 note "perf workloads: $v"
+# nice, renice and chrt (not busybox's) set nice levels and an RT neighbour's policy.
+[ "$(nice -n 5 sh -c 'cut -d" " -f19 /proc/self/stat')" = 5 ] || fail "nice -n 5 did not set nice 5"
+sleep 30 & p=$!
+renice -n 7 -p $p >/dev/null && [ "$(cut -d' ' -f19 /proc/$p/stat)" = 7 ] || { kill $p; fail "renice -n 7 did not set nice 7"; }
+kill $p
+chrt -f 10 sh -c 'chrt -p $$' | grep -q SCHED_FIFO || fail "chrt -f 10 did not run the command as SCHED_FIFO"
+note "ok: nice, renice and chrt work"
