@@ -5,7 +5,7 @@
 //! workloads, installs the interrupt handler, runs the protocol, restores every setting it
 //! touched, and writes the table, JSON, CSV and SVG outputs. The pieces live in the sibling
 //! modules: [`arms`] (what an arm is), [`runner`] (putting arms in effect and checking them),
-//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`], [`stats`], [`report`],
+//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`] and [`system`], [`stats`], [`report`],
 //! [`plot`] and [`env`]. It depends on nothing of the command line above it: `cli` calls
 //! [`run`] and [`workloads::worker_main`].
 
@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod system;
 pub mod workloads;
 
 use anyhow::{Context, Result, bail};

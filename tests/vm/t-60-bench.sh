@@ -1,8 +1,8 @@
 # The A/B bench: a quick eevdf-vs-lab session on pingpong and messaging completes, its JSON
-# validates, and every /sys/kernel/debug/sched knob reads back byte for byte as before — also
-# when the bench is interrupted with SIGINT in the middle of a run (lab attached, and built-in
-# EEVDF with changed features); perf bench and perf stat -a run in the guest and the perf
-# workloads give valid runs; nice, renice and chrt work.
+# validates, its runs carry the system-wide counters, and every /sys/kernel/debug/sched knob
+# reads back byte for byte as before — also when the bench is interrupted with SIGINT in the
+# middle of a run (lab attached, and built-in EEVDF with changed features); perf bench and perf
+# stat -a run in the guest and the perf workloads give valid runs; nice, renice and chrt work.
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched
@@ -65,6 +65,13 @@ check "the table names both arms" grep -q "| eevdf .*| lab " /tmp/b1.out
 check "the CSV and the plots are written" [ -s /tmp/b1/runs.csv ] && [ -s /tmp/b1/pingpong.svg ]
 grep -q "<svg" /tmp/b1/messaging.svg || fail "messaging.svg is not an SVG"
 grep -q '"knobs_restored": true' /tmp/b1/bench.json || fail "the report does not say the knobs were restored"
+# System-wide counters: every measured run has the system's switches (at least the workload's
+# own), its migrations and every CPU's idle time; the table shows them.
+bench_csv /tmp/b1/runs.csv | awk -F, 'NR > 1 && $5 == "false" {
+	n++; if ($16 == "" || $16 < $11 + $12 || $17 == "" || split($18, c, ";") != 4) { bad++; print "  bad run: " $0 } }
+	END { exit !(n > 0 && bad == 0) }' || fail "runs.csv lacks the system-wide counters"
+check "the table shows system switches per run" grep -q "^| system switches per run  *| [0-9]" /tmp/b1.out
+check "the table shows each CPU's idle share" grep -q "^| idle % per CPU (0 / 1 / 2 / 3) " /tmp/b1.out
 
 # --- 2. any sched_ext binary as an scx:PATH arm, and fidelity mode ---------------------------
 # The lab binary itself stands in for "another sched_ext scheduler" here.

@@ -10,12 +10,15 @@ use crate::bench::arms::Arm;
 use crate::bench::protocol::RunRecord;
 use crate::bench::stats::{self, Comparison, Summary};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
 const FIDELITY_ARMS: usize = 4;
 
 const NS_PER_US: f64 = 1e3;
 const NS_PER_MS: f64 = 1e6;
+const MS_PER_S: f64 = 1e3;
+const PCT: f64 = 100.0;
 
 /// One arm's valid runs of one workload and metric.
 #[derive(Debug, Clone, Serialize)]
@@ -42,6 +45,13 @@ pub struct ArmCounters {
     pub run_delay_us_per_op: Option<f64>,
     /// CPU time of the scheduler's userspace process per run (lab and scx arms).
     pub sched_cpu_ms_per_run: Option<f64>,
+    /// Context switches of the whole system per run and per op (`/proc/stat ctxt`).
+    pub system_switches_per_run: Option<f64>,
+    pub system_switches_per_op: Option<f64>,
+    /// Task migrations of the whole system per run.
+    pub system_migrations_per_run: Option<f64>,
+    /// Each CPU's idle share of the window, %, averaged over the valid runs.
+    pub cpu_idle_pct: BTreeMap<usize, f64>,
 }
 
 /// A feature's effect in the kernel and in the mirror, side by side.
@@ -165,6 +175,9 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
     let (mut ops, mut vol, mut inv, mut delay) = (0u64, 0u64, 0u64, 0u64);
     let mut mig = Some(0u64);
     let mut cpu = Vec::new();
+    let (mut sys_sw, mut sys_mig) = (Vec::new(), Vec::new());
+    let mut sys_sw_ops = 0u64;
+    let mut idle: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for r in &valid {
         let Some(m) = &r.measurement else { continue };
         ops += m.ops;
@@ -175,7 +188,21 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
         if let Some(c) = r.sched_cpu_ns {
             cpu.push(c as f64 / NS_PER_MS);
         }
+        if let Some(s) = m.counters.system_switches {
+            sys_sw.push(s as f64);
+            sys_sw_ops += m.ops;
+        }
+        if let Some(s) = m.counters.system_migrations {
+            sys_mig.push(s as f64);
+        }
+        if m.elapsed_s > 0.0 {
+            for (&c, &ms) in &m.counters.cpu_idle_ms {
+                let pct = ms as f64 / (m.elapsed_s * MS_PER_S) * PCT;
+                idle.entry(c).or_default().push(pct.min(PCT));
+            }
+        }
     }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let per = |x: u64| (ops > 0).then(|| x as f64 / ops as f64);
     ArmCounters {
         arm: label.into(),
@@ -191,7 +218,15 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
             mig.and_then(per)
         },
         run_delay_us_per_op: per(delay).map(|d| d / NS_PER_US),
-        sched_cpu_ms_per_run: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        sched_cpu_ms_per_run: mean(&cpu),
+        system_switches_per_run: mean(&sys_sw),
+        system_switches_per_op: (sys_sw_ops > 0)
+            .then(|| sys_sw.iter().sum::<f64>() / sys_sw_ops as f64),
+        system_migrations_per_run: mean(&sys_mig),
+        cpu_idle_pct: idle
+            .iter()
+            .filter_map(|(&c, v)| Some((c, mean(v)?)))
+            .collect(),
     }
 }
 

@@ -241,6 +241,9 @@ pub(crate) mod tests {
                     voluntary: 2000,
                     involuntary: 20,
                     migrations: Some(3),
+                    system_switches: Some(2500),
+                    system_migrations: Some(7),
+                    cpu_idle_ms: BTreeMap::from([(0, 500), (1, 250)]),
                     ..Default::default()
                 },
                 ..Default::default()

@@ -95,7 +95,26 @@ pub fn table(r: &Report) -> String {
                 .iter()
                 .find(|c| c.arm == a.label() && c.workload == wl.label)
         };
-        let footer: [(&str, CounterCell); 5] = [
+        let idle_cpus: Vec<usize> = {
+            let mut v: Vec<usize> = r
+                .counters
+                .iter()
+                .filter(|c| c.workload == wl.label)
+                .flat_map(|c| c.cpu_idle_pct.keys().copied())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let idle_label = format!(
+            "idle % per CPU ({})",
+            idle_cpus
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+        let footer: [(&str, CounterCell); 9] = [
             (
                 "runs valid / invalid",
                 Box::new(|c| format!("{} / {}", c.valid_runs, c.invalid_runs)),
@@ -118,6 +137,31 @@ pub fn table(r: &Report) -> String {
             (
                 "run_delay per op (µs)",
                 Box::new(|c| opt(c.run_delay_us_per_op, num)),
+            ),
+            (
+                "system switches per run",
+                Box::new(|c| opt(c.system_switches_per_run, num)),
+            ),
+            (
+                "system switches per op",
+                Box::new(|c| opt(c.system_switches_per_op, num)),
+            ),
+            (
+                "system migrations per run",
+                Box::new(|c| opt(c.system_migrations_per_run, num)),
+            ),
+            (
+                &idle_label,
+                Box::new(move |c| {
+                    if c.cpu_idle_pct.is_empty() {
+                        return "-".into();
+                    }
+                    idle_cpus
+                        .iter()
+                        .map(|k| opt(c.cpu_idle_pct.get(k).copied(), |v| format!("{v:.0}")))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                }),
             ),
         ];
         for (name, f) in &footer {
@@ -265,7 +309,8 @@ fn csv_field(s: &str) -> String {
 pub fn csv(r: &Report) -> String {
     let mut s = String::from(
         "index,round,arm,workload,discarded,valid,metric,value,ops,elapsed_s,voluntary,\
-         involuntary,run_delay_ns,migrations,invalid_reasons\n",
+         involuntary,run_delay_ns,migrations,invalid_reasons,system_switches,system_migrations,\
+         cpu_idle_ms\n",
     );
     for x in &r.runs {
         let m = x.measurement.as_ref();
@@ -281,7 +326,7 @@ pub fn csv(r: &Report) -> String {
             let c = m.map(|m| &m.counters);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 x.index,
                 x.round,
                 csv_field(&x.arm_label),
@@ -298,7 +343,20 @@ pub fn csv(r: &Report) -> String {
                 c.and_then(|c| c.migrations)
                     .map(|v| v.to_string())
                     .unwrap_or_default(),
-                csv_field(&x.invalid_reasons.join("; "))
+                csv_field(&x.invalid_reasons.join("; ")),
+                c.and_then(|c| c.system_switches)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                c.and_then(|c| c.system_migrations)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                c.map(|c| c
+                    .cpu_idle_ms
+                    .iter()
+                    .map(|(k, v)| format!("{k}:{v}"))
+                    .collect::<Vec<_>>()
+                    .join(";"))
+                    .unwrap_or_default(),
             );
         }
     }
@@ -321,12 +379,34 @@ mod tests {
         assert!(t.contains("[+"), "{t}");
         assert!(t.contains("enable_seq changed"), "{t}");
         assert!(t.contains("involuntary share"));
+        // The system-wide counters: 2500 switches and 7 migrations per run, CPU 0 idle half of
+        // each 1 s window, CPU 1 a quarter.
+        let row = |name: &str| {
+            t.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(row("system switches per run").contains("2500.0 "), "{t}");
+        assert!(row("system switches per op").contains("2.500"), "{t}");
+        assert!(row("system migrations per run").contains("7.000"), "{t}");
+        assert!(row("idle % per CPU (0 / 1)").contains("50 / 25"), "{t}");
     }
 
     #[test]
     fn csv_has_a_line_per_run_and_metric() {
         let c = csv(&sample_report());
         assert_eq!(c.lines().count(), 1 + 12 * 2);
+        assert!(
+            c.lines()
+                .next()
+                .unwrap()
+                .ends_with(",system_switches,system_migrations,cpu_idle_ms")
+        );
+        assert!(
+            c.lines().nth(1).unwrap().ends_with(",2500,7,0:500;1:250"),
+            "{c}"
+        );
         assert!(
             c.lines()
                 .nth(1)

@@ -8,7 +8,7 @@
 //! a clear error for that workload only.
 
 use super::{Key, Measurement, MetricDef, Params, RunConfig, Workload, key, metric};
-use crate::bench::counters::Counters;
+use crate::bench::counters::{Counters, Snapshot};
 use crate::bench::stats::{Better, MeanKind};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -394,9 +394,11 @@ impl Workload for External {
         ));
         let args = self.args(rc, &yaml);
         let limit = rc.max_run.max(rc.window + Duration::from_secs(10));
+        let s0 = Snapshot::take(&[]);
         let t0 = Instant::now();
         let run = run_tool(&bin, &args, limit);
         let elapsed = t0.elapsed().as_secs_f64();
+        let s1 = Snapshot::take(&[]);
         let mut m = Measurement::default();
         m.extra
             .insert("tool".into(), serde_json::json!(bin.display().to_string()));
@@ -412,6 +414,7 @@ impl Workload for External {
             }
         };
         m.counters = Counters::from_rusage(&ru);
+        m.counters.add_system(&s0, &s1);
         m.elapsed_s = elapsed;
         if code != 0 {
             m.invalid.push(format!(
