@@ -56,7 +56,9 @@ FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_
 applied on top of the kernel's settings at the start. Tunables: base_slice_ns, migration_cost_ns,
 nr_migrate, tunable_scaling; eevdf arms may also set the kernel-only preempt (none, voluntary,
 full, lazy; the lab preempts like full) and cgroup_mode. Every setting the bench changes is
-restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt).
+restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt). An arm that
+cannot be put in effect (a scheduler that does not load) is reported as failed and skipped; the
+other arms run on, and the exit status is 1.
 
 Example:
   scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,messaging --quick";
@@ -388,6 +390,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         fidelity,
         interrupted: outcome.interrupted,
         fatal: outcome.fatal,
+        failed_arms: outcome.failed_arms,
         restore_errors,
     };
 
@@ -409,7 +412,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if rep.interrupted {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    if rep.fatal.is_some() || !rep.restore_errors.is_empty() || rep.knobs_restored == Some(false) {
+    if rep.fatal.is_some()
+        || !rep.failed_arms.is_empty()
+        || !rep.restore_errors.is_empty()
+        || rep.knobs_restored == Some(false)
+    {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

@@ -7,7 +7,8 @@
 //! or tunable written), one run is made and discarded before the measured ones. Each run is
 //! bracketed by [`Runner::check`] and observations of the sched_ext state; any problem marks the
 //! run invalid with the reason, and invalid runs are kept in the records but left out of the
-//! statistics.
+//! statistics. An arm that cannot be put in effect (a scheduler that does not load) is marked
+//! failed with the reason and its slots are skipped; the other arms go on.
 
 use super::arms::Arm;
 use super::runner::{self, Runner};
@@ -15,7 +16,7 @@ use super::workloads::{Measurement, RunConfig, Workload};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -75,6 +76,15 @@ pub struct RunRecord {
     pub sched_cpu_ns: Option<u64>,
 }
 
+/// An arm that could not be put in effect: it has no runs after its failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedArm {
+    pub arm: String,
+    pub reason: String,
+    /// Slots of the schedule it had before it failed (0: it never ran).
+    pub slots_run: usize,
+}
+
 /// Everything the protocol produced.
 #[derive(Debug, Default, Serialize)]
 pub struct Outcome {
@@ -83,6 +93,7 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Why the session stopped early, if it did for another reason than an interrupt.
     pub fatal: Option<String>,
+    pub failed_arms: Vec<FailedArm>,
 }
 
 pub struct Session<'a> {
@@ -93,7 +104,8 @@ pub struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// Runs the whole schedule; stops early on interrupt or when an arm cannot be put in effect.
+    /// Runs the whole schedule; stops early on interrupt. An arm that cannot be put in effect is
+    /// recorded as failed and skipped from then on.
     pub fn execute(&self, runner: &mut Runner) -> Outcome {
         let mut out = Outcome {
             order: self.order.clone(),
@@ -103,9 +115,16 @@ impl Session<'_> {
         let total = self.order.len() * self.workloads.len();
         let progress = Progress::new(total as u64);
         let mut done = 0;
+        let mut slots_run = vec![0usize; self.arms.len()];
         for (slot, &arm) in self.order.iter().enumerate() {
             if super::interrupted() {
                 break;
+            }
+            let label = self.arms[arm].label();
+            if out.failed_arms.iter().any(|f| f.arm == label) {
+                done += self.workloads.len() as u64;
+                progress.set(done);
+                continue;
             }
             let switched = match runner.switch(self.arms, arm) {
                 Ok(s) => s,
@@ -113,13 +132,21 @@ impl Session<'_> {
                     if super::interrupted() {
                         break;
                     }
-                    out.fatal = Some(format!(
-                        "cannot put arm {} in effect: {e:#}",
-                        self.arms[arm].label()
+                    let reason = format!("cannot put it in effect: {e:#}");
+                    progress.println(&format!(
+                        "arm {label} failed ({reason}); its remaining runs are skipped"
                     ));
-                    break;
+                    out.failed_arms.push(FailedArm {
+                        arm: label.to_string(),
+                        reason,
+                        slots_run: slots_run[arm],
+                    });
+                    done += self.workloads.len() as u64;
+                    progress.set(done);
+                    continue;
                 }
             };
+            slots_run[arm] += 1;
             if switched && !self.workloads.is_empty() {
                 progress.message(&format!(
                     "{} / {} (warm-up)",
@@ -251,6 +278,13 @@ impl Progress {
     fn set(&self, n: u64) {
         if let Some(b) = &self.bar {
             b.set_position(n);
+        }
+    }
+
+    fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
         }
     }
 

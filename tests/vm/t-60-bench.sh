@@ -2,7 +2,8 @@
 # validates, its runs carry the system-wide counters, and every /sys/kernel/debug/sched knob
 # reads back byte for byte as before — also when the bench is interrupted with SIGINT in the
 # middle of a run (lab attached, and built-in EEVDF with changed features); perf bench and perf
-# stat -a run in the guest and the perf workloads give valid runs; nice, renice and chrt work.
+# stat -a run in the guest and the perf workloads give valid runs; nice, renice and chrt work;
+# a session with an arm that cannot start completes the other arms and reports that one failed.
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched
@@ -86,6 +87,19 @@ scx_eevdf_lab bench --fidelity DELAY_ZERO -w pingpong --quick -n 2 --seed 4 --ou
 grep "^fidelity DELAY_ZERO on pingpong handoffs_per_s" /tmp/b4.out || fail "no fidelity verdict: $(cat /tmp/b4.out)"
 knobs /tmp/knobs.3
 check "the knobs read back byte for byte after the scx and fidelity sessions" same_knobs /tmp/knobs.0 /tmp/knobs.3
+
+# --- 2b. an arm that cannot start: the others complete, the report names it as failed -------
+scx_eevdf_lab bench eevdf scx:/bin/false lab -w pingpong --quick -n 2 --seed 6 --out /tmp/b6 \
+	>/tmp/b6.out 2>/tmp/b6.err
+rc=$?
+[ $rc -eq 1 ] || { tail -n 20 /tmp/b6.err; fail "a session with a failed arm exited with $rc (want 1)"; }
+v=$(scx_eevdf_lab bench --validate /tmp/b6/bench.json) || fail "failed arm: $v"
+echo "$v" | grep -q "(4 valid measured)" || { grep -A3 "Invalid runs" /tmp/b6.out; fail "failed arm: the other arms did not complete: $v"; }
+grep -q "^Arm scx:/bin/false FAILED after 0 of its rounds" /tmp/b6.out || fail "the table does not report the failed arm: $(tail -n 5 /tmp/b6.out)"
+grep -q '"arm": "scx:/bin/false"' /tmp/b6/bench.json || fail "bench.json does not list the failed arm"
+note "failed arm: $v; $(grep '^Arm scx' /tmp/b6.out | cut -c1-100)"
+knobs /tmp/knobs.6
+check "the knobs read back byte for byte after the session with a failed arm" same_knobs /tmp/knobs.0 /tmp/knobs.6
 
 # --- 3. SIGINT while the lab is attached and a run is going on ----------------------------
 # interrupt NAME CONDITION...: start a changed-knobs session, wait for CONDITION, let a run

@@ -13,7 +13,7 @@ pub(crate) use render::{csv, table};
 
 use super::arms::{Arm, Baseline};
 use super::env::Environment;
-use super::protocol::{Order, RunRecord};
+use super::protocol::{FailedArm, Order, RunRecord};
 use super::stats::Comparison;
 use super::workloads::MetricDef;
 use crate::kernel::KnobSnapshot;
@@ -68,6 +68,8 @@ pub struct Report {
     pub fidelity: Vec<FidelityRow>,
     pub interrupted: bool,
     pub fatal: Option<String>,
+    /// Arms that could not be put in effect; the others ran on.
+    pub failed_arms: Vec<FailedArm>,
     pub restore_errors: Vec<String>,
 }
 
@@ -305,6 +307,7 @@ pub(crate) mod tests {
             fidelity: vec![],
             interrupted: false,
             fatal: None,
+            failed_arms: vec![],
             restore_errors: vec![],
         }
     }

@@ -234,6 +234,13 @@ pub fn table(r: &Report) -> String {
             );
         }
     }
+    for f in &r.failed_arms {
+        let _ = writeln!(
+            s,
+            "\nArm {} FAILED after {} of its rounds, {}; its other runs were skipped.",
+            f.arm, f.slots_run, f.reason
+        );
+    }
     if let Some(f) = &r.fatal {
         let _ = writeln!(s, "\nThe session stopped early: {f}");
     }
@@ -391,6 +398,21 @@ mod tests {
         assert!(row("system switches per op").contains("2.500"), "{t}");
         assert!(row("system migrations per run").contains("7.000"), "{t}");
         assert!(row("idle % per CPU (0 / 1)").contains("50 / 25"), "{t}");
+    }
+
+    #[test]
+    fn a_failed_arm_is_reported() {
+        let mut r = sample_report();
+        r.failed_arms.push(crate::bench::protocol::FailedArm {
+            arm: "scx:/bin/false".into(),
+            reason: "cannot put it in effect: the scheduler exited".into(),
+            slots_run: 0,
+        });
+        let t = table(&r);
+        assert!(
+            t.contains("Arm scx:/bin/false FAILED after 0 of its rounds, cannot put it in effect"),
+            "{t}"
+        );
     }
 
     #[test]
