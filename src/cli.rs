@@ -99,8 +99,8 @@ pub enum Cmd {
     /// Print the running scheduler's stats (decision counters per interval, queues) until Ctrl-C.
     Monitor(MonitorArgs),
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
-    #[command(after_help = crate::bench::ARMS_HELP)]
-    Bench(crate::bench::BenchArgs),
+    #[command(after_help = crate::bench::ARMS_HELP, args_conflicts_with_subcommands = true)]
+    Bench(Box<crate::bench::BenchArgs>),
     /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
     /// /etc/bash_completion.d/scx_eevdf_lab`).
     Completions {
@@ -187,7 +187,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
-        Some(Cmd::Bench(args)) => return crate::bench::run(args),
+        Some(Cmd::Bench(args)) => return crate::bench::run(*args),
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::DiffKernel) => return cmd_diff_kernel(),
         Some(Cmd::Completions { shell }) => {

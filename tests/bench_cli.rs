@@ -74,6 +74,57 @@ fn a_host_session_writes_a_valid_report() {
         let s = std::fs::read_to_string(dir.join(svg)).unwrap();
         assert!(s.contains("<svg"), "{svg}");
     }
+
+    // `bench compare`: one file comes back with the session's table; two are merged, with the
+    // second session's arms tagged and compared with the first's, into files that validate.
+    let json = dir.join("bench.json");
+    let one = Command::new(bin())
+        .args(["bench", "compare"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&one.stdout);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let body = |t: &str| t[t.find("\npingpong").unwrap()..].to_string();
+    assert_eq!(body(&again), body(&table));
+    let merged_dir = tempdir("merged");
+    let two = Command::new(bin())
+        .args(["bench", "compare"])
+        .args([&json, &json])
+        .arg("--out")
+        .arg(&merged_dir)
+        .output()
+        .unwrap();
+    let merged = String::from_utf8_lossy(&two.stdout);
+    assert!(
+        two.status.success(),
+        "{}",
+        String::from_utf8_lossy(&two.stderr)
+    );
+    assert!(merged.contains("bench compare of 2 sessions"), "{merged}");
+    assert!(merged.contains("eevdf @2 vs eevdf @1 (×)"), "{merged}");
+    let v = Command::new(bin())
+        .args(["bench", "--validate"])
+        .arg(merged_dir.join("bench.json"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.status.success() && msg.contains("4 arms, 2 workloads"),
+        "{msg}"
+    );
+    let bad = Command::new(bin())
+        .args(["bench", "compare"])
+        .arg(dir.join("runs.csv"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not JSON"));
+    std::fs::remove_dir_all(&merged_dir).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -10,6 +10,7 @@
 //! [`run`] and [`workloads::worker_main`].
 
 pub mod arms;
+pub mod compare;
 pub mod counters;
 pub mod env;
 pub mod plot;
@@ -66,6 +67,9 @@ Example:
 /// Options of `scx_eevdf_lab bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub cmd: Option<BenchCmd>,
+
     /// The arms to compare; the first is the baseline [default: eevdf lab].
     #[arg(value_name = "ARM")]
     pub arms: Vec<String>,
@@ -143,6 +147,13 @@ pub struct BenchArgs {
     pub validate: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCmd {
+    /// Merge bench.json files of separate sessions (boots, kernels, machines) into one report
+    /// with the same statistics, or re-render one file.
+    Compare(compare::CompareArgs),
+}
+
 /// Workloads whose tasks are threads only.
 const THREADS_ONLY: &[&str] = &["schlat", "hog-probe", "weights"];
 
@@ -179,6 +190,9 @@ const QUICK: Defaults = Defaults {
 const MAX_OPTION_S: f64 = 3600.0;
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(BenchCmd::Compare(c)) = args.cmd {
+        return compare::run(c);
+    }
     if let Some(f) = &args.validate {
         let text =
             std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
@@ -350,8 +364,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         .zip(knobs_after.as_ref())
         .map(|(a, b)| a == b);
 
-    let (summaries, counters, comparisons) =
-        report::analyze(&arms, &infos, &outcome.runs, aa, seed, boot_reps);
+    let (summaries, counters, comparisons) = report::analyze(
+        &arms,
+        &infos,
+        &outcome.runs,
+        &report::pairs(&arms, aa),
+        seed,
+        boot_reps,
+    );
     let fidelity = match &args.fidelity {
         Some(f) => report::fidelity(f.strip_prefix("NO_").unwrap_or(f), &arms, &comparisons),
         None => Vec::new(),
@@ -391,23 +411,13 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         interrupted: outcome.interrupted,
         fatal: outcome.fatal,
         failed_arms: outcome.failed_arms,
+        bootstrap_reps: boot_reps,
+        sources: Vec::new(),
+        merge_notes: Vec::new(),
         restore_errors,
     };
 
-    print!("{}", report::table(&rep));
-    let json = out_dir.join("bench.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&rep)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
-    let csv = out_dir.join("runs.csv");
-    std::fs::write(&csv, report::csv(&rep))
-        .with_context(|| format!("cannot write {}", csv.display()))?;
-    eprintln!("wrote {} and {}", json.display(), csv.display());
-    if !args.no_plots {
-        match plot::write_all(&rep, &out_dir) {
-            Ok(files) => eprintln!("wrote {} plot(s) in {}", files.len(), out_dir.display()),
-            Err(e) => eprintln!("scx_eevdf_lab bench: plots: {e:#}"),
-        }
-    }
+    write_outputs(&rep, &out_dir, !args.no_plots)?;
 
     if rep.interrupted {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
@@ -420,6 +430,26 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the table and writes bench.json, runs.csv and (with `plots`) the SVGs into `dir`.
+pub fn write_outputs(rep: &Report, dir: &std::path::Path, plots: bool) -> Result<()> {
+    print!("{}", report::table(rep));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let json = dir.join("bench.json");
+    std::fs::write(&json, serde_json::to_string_pretty(rep)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let csv = dir.join("runs.csv");
+    std::fs::write(&csv, report::csv(rep))
+        .with_context(|| format!("cannot write {}", csv.display()))?;
+    eprintln!("wrote {} and {}", json.display(), csv.display());
+    if plots {
+        match plot::write_all(rep, dir) {
+            Ok(files) => eprintln!("wrote {} plot(s) in {}", files.len(), dir.display()),
+            Err(e) => eprintln!("scx_eevdf_lab bench: plots: {e:#}"),
+        }
+    }
+    Ok(())
 }
 
 fn secs(s: f64) -> Result<Duration> {

@@ -177,7 +177,7 @@ fn plot_workload(r: &Report, wl: &WorkloadInfo, path: &Path) -> Result<()> {
         .configure_mesh()
         .x_labels(narms.max(1))
         .x_label_formatter(&|_| String::new())
-        .y_desc(m.unit)
+        .y_desc(m.unit.as_ref())
         .disable_x_mesh()
         .draw()?;
     draw_labels(&root, &arm_lines, |i| chart.backend_coord(&(i as f64, y0)))?;

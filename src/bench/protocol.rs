@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Every round in the same (seeded) order.
@@ -52,7 +52,7 @@ pub struct NamedWorkload {
 }
 
 /// One run, measured or discarded, valid or not.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Position in the session (0-based, warm-up runs included).
     pub index: usize,
@@ -154,7 +154,7 @@ impl Session<'_> {
                     self.workloads[0].label
                 ));
                 let rec = self.one_run(runner, out.runs.len(), slot / narms, arm, 0, true);
-                progress.line(&rec, self.primary(0));
+                progress.line(&rec, &self.primary(0));
                 out.runs.push(rec);
             }
             for w in 0..self.workloads.len() {
@@ -167,7 +167,7 @@ impl Session<'_> {
                     self.workloads[w].label
                 ));
                 let rec = self.one_run(runner, out.runs.len(), slot / narms, arm, w, false);
-                progress.line(&rec, self.primary(w));
+                progress.line(&rec, &self.primary(w));
                 out.runs.push(rec);
                 done += 1;
                 progress.set(done);
@@ -178,13 +178,13 @@ impl Session<'_> {
         out
     }
 
-    fn primary(&self, w: usize) -> &'static str {
+    fn primary(&self, w: usize) -> String {
         self.workloads[w]
             .workload
             .metrics()
             .first()
-            .map(|m| m.name)
-            .unwrap_or("")
+            .map(|m| m.name.to_string())
+            .unwrap_or_default()
     }
 
     fn one_run(

@@ -9,7 +9,7 @@ use super::WorkloadInfo;
 use crate::bench::arms::Arm;
 use crate::bench::protocol::RunRecord;
 use crate::bench::stats::{self, Comparison, Summary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
@@ -21,7 +21,7 @@ const MS_PER_S: f64 = 1e3;
 const PCT: f64 = 100.0;
 
 /// One arm's valid runs of one workload and metric.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmSummary {
     pub arm: String,
     pub workload: String,
@@ -31,7 +31,7 @@ pub struct ArmSummary {
 }
 
 /// Scheduler counters of one arm and workload, per operation over its valid runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmCounters {
     pub arm: String,
     pub workload: String,
@@ -55,7 +55,7 @@ pub struct ArmCounters {
 }
 
 /// A feature's effect in the kernel and in the mirror, side by side.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FidelityRow {
     pub feature: String,
     pub workload: String,
@@ -73,19 +73,41 @@ pub struct FidelityRow {
 
 /// The (base, arm, is A/A) pairs to compare: each arm against the first arm of its own kind,
 /// the first arm of each kind against the session's first arm, the A/A copy against its original.
-pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<(usize, usize, bool)> {
+pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<Pair> {
     let mut out = Vec::new();
     for i in 1..arms.len() {
         if Some(i) == aa {
-            out.push((0, i, true));
+            out.push(Pair::new(0, i, true));
             continue;
         }
         let base = (0..i)
             .find(|&j| Some(j) != aa && arms[j].spec.kind_name() == arms[i].spec.kind_name())
             .unwrap_or(0);
-        out.push((base, i, false));
+        out.push(Pair::new(base, i, false));
     }
     out
+}
+
+/// One comparison to make: arm `arm` against arm `base` (indices into the arms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    pub base: usize,
+    pub arm: usize,
+    /// The A/A copy against its original: the noise floor.
+    pub is_aa: bool,
+    /// The two arms ran in different sessions (`bench compare`): boot noise is in the Δ.
+    pub cross_boot: bool,
+}
+
+impl Pair {
+    pub fn new(base: usize, arm: usize, is_aa: bool) -> Pair {
+        Pair {
+            base,
+            arm,
+            is_aa,
+            cross_boot: false,
+        }
+    }
 }
 
 fn values(runs: &[RunRecord], arm: usize, w: usize, metric: &str) -> Vec<f64> {
@@ -101,7 +123,7 @@ pub fn analyze(
     arms: &[Arm],
     workloads: &[WorkloadInfo],
     runs: &[RunRecord],
-    aa: Option<usize>,
+    pairs: &[Pair],
     seed: u64,
     boot_reps: usize,
 ) -> (Vec<ArmSummary>, Vec<ArmCounters>, Vec<Comparison>) {
@@ -110,11 +132,11 @@ pub fn analyze(
     for (w, wl) in workloads.iter().enumerate() {
         for (a, arm) in arms.iter().enumerate() {
             for m in &wl.metrics {
-                let v = values(runs, a, w, m.name);
+                let v = values(runs, a, w, &m.name);
                 sums.push(ArmSummary {
                     arm: arm.label().into(),
                     workload: wl.label.clone(),
-                    metric: m.name.into(),
+                    metric: m.name.to_string(),
                     summary: stats::summarize(&v, m.mean),
                     values: v,
                 });
@@ -126,8 +148,9 @@ pub fn analyze(
     let mut k = 0u64;
     for (w, wl) in workloads.iter().enumerate() {
         for m in &wl.metrics {
-            for &(b, a, is_aa) in &pairs(arms, aa) {
-                let (vb, va) = (values(runs, b, w, m.name), values(runs, a, w, m.name));
+            for p in pairs {
+                let (b, a) = (p.base, p.arm);
+                let (vb, va) = (values(runs, b, w, &m.name), values(runs, a, w, &m.name));
                 k += 1;
                 let Some((ratio, welch, boot)) =
                     stats::compare(&vb, &va, m.mean, seed.wrapping_add(k), boot_reps)
@@ -137,7 +160,7 @@ pub fn analyze(
                 let excludes_one = |ci: (f64, f64)| ci.0 > 1.0 || ci.1 < 1.0;
                 cmps.push(Comparison {
                     workload: wl.label.clone(),
-                    metric: m.name.into(),
+                    metric: m.name.to_string(),
                     base_arm: arms[b].label().into(),
                     arm: arms[a].label().into(),
                     better: m.better,
@@ -152,7 +175,8 @@ pub fn analyze(
                     p_adj: None,
                     noise_floor_pct: None,
                     marker: String::new(),
-                    is_aa,
+                    is_aa: p.is_aa,
+                    cross_boot: p.cross_boot,
                 });
             }
         }
@@ -312,9 +336,10 @@ mod tests {
             .iter()
             .map(|s| Arm::resolve(ArmSpec::parse(s).unwrap(), &base, 4).unwrap())
             .collect();
-        assert_eq!(
-            pairs(&arms, None),
-            vec![(0, 1, false), (0, 2, false), (2, 3, false)]
-        );
+        let p: Vec<(usize, usize, bool)> = pairs(&arms, None)
+            .iter()
+            .map(|p| (p.base, p.arm, p.is_aa))
+            .collect();
+        assert_eq!(p, vec![(0, 1, false), (0, 2, false), (2, 3, false)]);
     }
 }

@@ -8,7 +8,7 @@
 pub mod analysis;
 pub mod render;
 
-pub(crate) use analysis::{ArmCounters, ArmSummary, FidelityRow, analyze, fidelity};
+pub(crate) use analysis::{ArmCounters, ArmSummary, FidelityRow, Pair, analyze, fidelity, pairs};
 pub(crate) use render::{csv, table};
 
 use super::arms::{Arm, Baseline};
@@ -18,13 +18,13 @@ use super::stats::Comparison;
 use super::workloads::MetricDef;
 use crate::kernel::KnobSnapshot;
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bumped whenever a key of the JSON document changes meaning or disappears.
 pub const SCHEMA_VERSION: u64 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadInfo {
     pub label: String,
     pub name: String,
@@ -33,7 +33,7 @@ pub struct WorkloadInfo {
     pub metrics: Vec<MetricDef>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u64,
     pub tool: String,
@@ -69,8 +69,30 @@ pub struct Report {
     pub interrupted: bool,
     pub fatal: Option<String>,
     /// Arms that could not be put in effect; the others ran on.
+    #[serde(default)]
     pub failed_arms: Vec<FailedArm>,
     pub restore_errors: Vec<String>,
+    /// Bootstrap resamples per comparison (0 in files that did not record it).
+    #[serde(default)]
+    pub bootstrap_reps: usize,
+    /// The sessions a `bench compare` report merges (empty in a session's own report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
+    /// What `bench compare` found different between the sessions it merged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merge_notes: Vec<String>,
+}
+
+/// One session merged into a `bench compare` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub file: String,
+    /// The suffix its arms carry in the merged report (`eevdf @2`); empty for a single file.
+    pub tag: String,
+    pub kernel: String,
+    pub host: String,
+    pub created_unix_ms: u128,
+    pub command_line: Vec<String>,
 }
 
 /// Checks a JSON document against the schema this binary writes; returns a one-line summary.
@@ -275,7 +297,14 @@ pub(crate) mod tests {
             });
         }
         let workloads = vec![wl];
-        let (summaries, counters, comparisons) = analyze(&arms, &workloads, &runs, None, 1, 1000);
+        let (summaries, counters, comparisons) = analyze(
+            &arms,
+            &workloads,
+            &runs,
+            &analysis::pairs(&arms, None),
+            1,
+            1000,
+        );
         Report {
             schema_version: SCHEMA_VERSION,
             tool: "scx_eevdf_lab bench".into(),
@@ -309,6 +338,9 @@ pub(crate) mod tests {
             fatal: None,
             failed_arms: vec![],
             restore_errors: vec![],
+            bootstrap_reps: 1000,
+            sources: vec![],
+            merge_notes: vec![],
         }
     }
 

@@ -6,7 +6,7 @@
 //! is the [`Report`] itself, serialized.
 
 use super::Report;
-use super::analysis::{ArmCounters, pairs};
+use super::analysis::ArmCounters;
 use crate::bench::arms::Arm;
 use crate::bench::protocol::{Order, RunRecord};
 use crate::bench::stats::Better;
@@ -66,6 +66,7 @@ pub fn table(r: &Report) -> String {
             .map(|a| format!(", A/A arm {a}"))
             .unwrap_or_default()
     );
+    sources(&mut s, r);
     for wl in &r.workloads {
         let _ = writeln!(s, "\n{} — {}", wl.label, wl.description);
         let mut t = Table::new();
@@ -86,7 +87,7 @@ pub fn table(r: &Report) -> String {
                 m.mean.label()
             ))];
             for a in &r.arms {
-                row.push(Cell::new(cell(r, &wl.label, m.name, a.label())));
+                row.push(Cell::new(cell(r, &wl.label, &m.name, a.label())));
             }
             t.add_row(row);
         }
@@ -189,17 +190,29 @@ pub fn table(r: &Report) -> String {
         "\nvalue [Δ% vs base](CV): Δ% + = better; `*` Holm-adjusted p < 0.05 and |Δ| ≥ max(1%, 2× \
          A/A noise); `?` CV > 5% in either arm. 95% CI of Δ% from Welch on log values."
     );
-    let bases: Vec<String> = pairs(
-        &r.arms,
-        r.aa_arm
-            .as_ref()
-            .and_then(|l| r.arms.iter().position(|a| a.label() == l)),
-    )
-    .iter()
-    .map(|&(b, a, _)| format!("{} vs {}", r.arms[a].label(), r.arms[b].label()))
-    .collect();
+    // The pairs compared, in the order of the comparisons; cross-boot ones marked.
+    let mut bases: Vec<String> = Vec::new();
+    for c in &r.comparisons {
+        let b = format!(
+            "{} vs {}{}",
+            c.arm,
+            c.base_arm,
+            if c.cross_boot { " (×)" } else { "" }
+        );
+        if !bases.contains(&b) {
+            bases.push(b);
+        }
+    }
     if !bases.is_empty() {
         let _ = writeln!(s, "Comparisons: {}", bases.join("; "));
+    }
+    if r.comparisons.iter().any(|c| c.cross_boot) {
+        let _ = writeln!(
+            s,
+            "(×) cross-boot: the two arms ran in different sessions, so the Δ includes boot-to-boot \
+             noise; judge it against an A/A pair across two boots (the same arm and kernel in two \
+             sessions)."
+        );
     }
     for f in &r.fidelity {
         let ci = |c: Option<(f64, f64)>| {
@@ -266,6 +279,66 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(s, "WARNING: {e}");
     }
     s
+}
+
+/// The sessions a `bench compare` report comes from, its notes, and the boot noise that its
+/// A/A pairs across boots measured (the same arm on the same kernel in two sessions).
+fn sources(s: &mut String, r: &Report) {
+    match r.sources.as_slice() {
+        [] => return,
+        [one] => {
+            let _ = writeln!(s, "Re-rendered from {} (kernel {})", one.file, one.kernel);
+            return;
+        }
+        many => {
+            let _ = writeln!(s, "bench compare of {} sessions:", many.len());
+            for src in many {
+                let _ = writeln!(
+                    s,
+                    "  {} {}: kernel {} on {}: {}",
+                    src.tag,
+                    src.file,
+                    src.kernel,
+                    src.host,
+                    src.command_line.join(" ")
+                );
+            }
+        }
+    }
+    for n in &r.merge_notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+    let kernel_of = |arm: &str| {
+        let tag = arm.rsplit(' ').next().unwrap_or("");
+        r.sources
+            .iter()
+            .find(|x| x.tag == tag)
+            .map(|x| x.kernel.as_str())
+    };
+    for wl in &r.workloads {
+        let Some(m) = wl.metrics.first() else {
+            continue;
+        };
+        for c in r.comparisons.iter().filter(|c| {
+            c.cross_boot
+                && c.workload == wl.label
+                && c.metric == m.name
+                && kernel_of(&c.arm) == kernel_of(&c.base_arm)
+        }) {
+            let _ = writeln!(
+                s,
+                "  boot noise (A/A across boots, same kernel): {} vs {} on {} {}: {:+.2}%{}",
+                c.arm,
+                c.base_arm,
+                c.workload,
+                c.metric,
+                c.delta_pct,
+                c.ci_delta_pct
+                    .map(|(a, b)| format!(" [{a:+.1}, {b:+.1}]"))
+                    .unwrap_or_default()
+            );
+        }
+    }
 }
 
 fn cell(r: &Report, wl: &str, metric: &str, arm: &str) -> String {

@@ -38,7 +38,8 @@ pub(crate) use worker::{WorkerArgs, worker_main};
 use super::counters::Counters;
 use super::stats::{Better, MeanKind};
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -48,11 +49,12 @@ const LATENCY_MAX_NS: u64 = 100_000_000_000;
 const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
 const NS_PER_US: f64 = 1000.0;
 
-/// One metric a workload reports per run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// One metric a workload reports per run. Names and units are static for the built-in
+/// workloads; a `cmd` workload's come from its spec, and a saved report's from its file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricDef {
-    pub name: &'static str,
-    pub unit: &'static str,
+    pub name: Cow<'static, str>,
+    pub unit: Cow<'static, str>,
     pub better: Better,
     pub mean: MeanKind,
 }
@@ -64,15 +66,15 @@ pub const fn metric(
     mean: MeanKind,
 ) -> MetricDef {
     MetricDef {
-        name,
-        unit,
+        name: Cow::Borrowed(name),
+        unit: Cow::Borrowed(unit),
         better,
         mean,
     }
 }
 
 /// What one run of a workload measured.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Measurement {
     /// Metric name → value, for the names of [`Workload::metrics`].
     pub metrics: BTreeMap<String, f64>,
