@@ -128,6 +128,63 @@ fn a_host_session_writes_a_valid_report() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A sweep is one workload per point, with a table of one line per point and a plot; a `cmd`
+/// workload takes its number from the command's output.
+#[test]
+fn sweeps_and_commands_run_as_workloads() {
+    let dir = tempdir("sweep");
+    let out = Command::new(bin())
+        .args([
+            "bench",
+            "eevdf",
+            "-w",
+            "messaging:groups=1,2:fds=2:loops=5,cmd:'echo took 7.5 ms, ok':metric='took ([0-9.]+) ms':better=lower:name=ms",
+            "-n",
+            "2",
+            "--warmup",
+            "0",
+            "--seed",
+            "1",
+            "--bootstrap",
+            "200",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        table.contains("sweep messaging:groups=1,2:fds=2:loops=5 — seconds"),
+        "{table}"
+    );
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("sweep "))
+        .filter(|l| l.starts_with("| 1 ") || l.starts_with("| 2 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(
+        table.contains("messaging:groups=2:fds=2:loops=5 —"),
+        "{table}"
+    );
+    let svg = std::fs::read_to_string(dir.join("sweep_messaging_groups-1_2_fds-2_loops-5.svg"))
+        .expect("the sweep's plot");
+    assert!(svg.contains("<svg"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(json["workloads"][1]["sweep"]["value"], "2");
+    let cmd_run = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workload_label"].as_str().unwrap().starts_with("cmd:") && r["valid"] == true)
+        .expect("a valid cmd run");
+    assert_eq!(cmd_run["measurement"]["metrics"]["ms"], 7.5);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn bad_input_fails_before_anything_runs() {
     for (args, want) in [
@@ -142,6 +199,22 @@ fn bad_input_fails_before_anything_runs() {
         (
             vec!["bench", "eevdf", "--processes", "-w", "schlat"],
             "threads only",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "messaging:groups=1,2:loops=1,2"],
+            "only one parameter",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "messaging:groups=1,x"],
+            "at groups=x",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "cmd:'true':better=lower"],
+            "metric=REGEX is required",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "pingpong,pingpong"],
+            "given twice",
         ),
     ] {
         let out = Command::new(bin()).args(&args).output().unwrap();

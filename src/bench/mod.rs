@@ -75,13 +75,10 @@ pub struct BenchArgs {
     pub arms: Vec<String>,
 
     /// Workloads, comma-separated or repeated: NAME[:key=value[:key=value...]]
-    /// (e.g. pingpong:pairs=2:pin=same-cpu). `--list` shows them.
-    #[arg(
-        short,
-        long = "workload",
-        value_delimiter = ',',
-        default_value = "pingpong"
-    )]
+    /// (e.g. pingpong:pairs=2:pin=same-cpu). One parameter may be a list, a sweep
+    /// (messaging:groups=1,2,4,8,16: one workload per value); single-quote values that hold
+    /// ':' or ','. `--list` shows them.
+    #[arg(short, long = "workload", default_value = "pingpong")]
     pub workloads: Vec<String>,
 
     /// Measured runs per arm and workload [default: 10; 3 with --quick].
@@ -286,33 +283,39 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         crate::preflight::require_root()?;
     }
 
-    // Workloads.
+    // Workloads: each spec, or each point of its sweep.
+    let names: Vec<&str> = workloads::NAMES.iter().map(|n| n.0).collect();
     let mut wls = Vec::new();
-    for w in &args.workloads {
-        let w = w.trim();
-        if w.is_empty() {
-            continue;
+    let mut sweeps = Vec::new();
+    for spec in workloads::spec::split_specs(&args.workloads, &names)? {
+        for (w, point) in workloads::spec::expand(&spec, workloads::NOT_SWEPT)? {
+            let workload = workloads::parse(&w, q).with_context(|| match &point {
+                Some(p) => format!("workload {spec:?} at {}={}", p.key, p.value),
+                None => format!("workload {spec:?}"),
+            })?;
+            if args.processes && THREADS_ONLY.contains(&workload.name()) {
+                bail!("{} runs as threads only; drop --processes", workload.name());
+            }
+            if wls.iter().any(|x: &NamedWorkload| x.label == w) {
+                bail!("workload {w:?} is given twice");
+            }
+            wls.push(NamedWorkload { label: w, workload });
+            sweeps.push(point);
         }
-        let workload = workloads::parse(w, q)?;
-        if args.processes && THREADS_ONLY.contains(&workload.name()) {
-            bail!("{} runs as threads only; drop --processes", workload.name());
-        }
-        wls.push(NamedWorkload {
-            label: w.to_string(),
-            workload,
-        });
     }
     if wls.is_empty() {
         bail!("no workload given");
     }
     let infos: Vec<WorkloadInfo> = wls
         .iter()
-        .map(|w| WorkloadInfo {
+        .zip(sweeps)
+        .map(|(w, sweep)| WorkloadInfo {
             label: w.label.clone(),
             name: w.workload.name().into(),
             description: w.workload.describe(),
             params: w.workload.params(),
             metrics: w.workload.metrics(),
+            sweep,
         })
         .collect();
 

@@ -16,6 +16,7 @@ use super::env::Environment;
 use super::protocol::{FailedArm, Order, RunRecord};
 use super::stats::Comparison;
 use super::workloads::MetricDef;
+use super::workloads::spec::SweepPoint;
 use crate::kernel::KnobSnapshot;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,9 @@ pub struct WorkloadInfo {
     pub description: String,
     pub params: BTreeMap<String, String>,
     pub metrics: Vec<MetricDef>,
+    /// Its place in a sweep (`messaging:groups=1,2,4`), when it is one point of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -243,6 +247,7 @@ pub(crate) mod tests {
             name: "pingpong".into(),
             description: "1 pair".into(),
             params: BTreeMap::new(),
+            sweep: None,
             metrics: vec![
                 metric(
                     "handoffs_per_s",

@@ -5,8 +5,8 @@
 //! It only formats what [`super::analysis`] computed and the [`Report`] holds; the JSON document
 //! is the [`Report`] itself, serialized.
 
-use super::Report;
 use super::analysis::ArmCounters;
+use super::{Report, WorkloadInfo};
 use crate::bench::arms::Arm;
 use crate::bench::protocol::{Order, RunRecord};
 use crate::bench::stats::Better;
@@ -185,6 +185,7 @@ pub fn table(r: &Report) -> String {
         }
         let _ = writeln!(s, "{t}");
     }
+    sweep_tables(&mut s, r);
     let _ = writeln!(
         s,
         "\nvalue [Δ% vs base](CV): Δ% + = better; `*` Holm-adjusted p < 0.05 and |Δ| ≥ max(1%, 2× \
@@ -338,6 +339,56 @@ fn sources(s: &mut String, r: &Report) {
                     .unwrap_or_default()
             );
         }
+    }
+}
+
+/// The sweeps of the session, in the order given: one table each for its primary metric, one
+/// line per point, the arms as columns.
+pub fn sweeps(r: &Report) -> Vec<(&str, Vec<&WorkloadInfo>)> {
+    let mut out: Vec<(&str, Vec<&WorkloadInfo>)> = Vec::new();
+    for wl in &r.workloads {
+        let Some(p) = &wl.sweep else { continue };
+        match out.iter_mut().find(|(spec, _)| *spec == p.spec) {
+            Some((_, pts)) => pts.push(wl),
+            None => out.push((p.spec.as_str(), vec![wl])),
+        }
+    }
+    out
+}
+
+fn sweep_tables(s: &mut String, r: &Report) {
+    for (spec, points) in sweeps(r) {
+        let (Some(first), Some(m)) = (points.first(), points[0].metrics.first()) else {
+            continue;
+        };
+        let key = first.sweep.as_ref().map_or("", |p| p.key.as_str());
+        let _ = writeln!(
+            s,
+            "\nsweep {spec} — {} ({}, {} is better, {}), one line per {key}",
+            m.name,
+            m.unit,
+            match m.better {
+                Better::Higher => "higher",
+                Better::Lower => "lower",
+            },
+            m.mean.label()
+        );
+        let mut t = Table::new();
+        t.load_style(presets::ASCII_FULL)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        let mut header = vec![Cell::new(key)];
+        header.extend(r.arms.iter().map(|a| Cell::new(a.label())));
+        t.set_header(header);
+        for wl in points {
+            let value = wl.sweep.as_ref().map_or("", |p| p.value.as_str());
+            let mut row = vec![Cell::new(value)];
+            for a in &r.arms {
+                let c = cell(r, &wl.label, &m.name, a.label());
+                row.push(Cell::new(c.lines().next().unwrap_or("-")));
+            }
+            t.add_row(row);
+        }
+        let _ = writeln!(s, "{t}");
     }
 }
 

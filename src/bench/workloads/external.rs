@@ -245,7 +245,7 @@ pub fn parse_perf_simple(text: &str) -> Option<f64> {
 }
 
 /// Runs a command to completion within `limit`; returns (exit status, rusage, stdout, stderr).
-fn run_tool(
+pub(super) fn run_tool(
     bin: &Path,
     args: &[String],
     limit: Duration,

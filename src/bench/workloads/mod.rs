@@ -12,6 +12,7 @@
 //! mode), [`params`] (the spec's `key=value` parameters) and [`sys`] (system-call wrappers).
 //! Each workload is one file next to them.
 
+pub mod cmd;
 pub mod external;
 pub mod hog_probe;
 pub mod messaging;
@@ -19,6 +20,7 @@ pub mod params;
 pub mod pingpong;
 pub mod pipe_stream;
 pub mod schlat;
+pub mod spec;
 pub mod sys;
 pub mod team;
 pub mod weights;
@@ -154,7 +156,11 @@ pub const NAMES: &[(&str, &str)] = &[
         "perf-messaging",
         "external: perf bench sched messaging (when installed)",
     ),
+    ("cmd", "any command, with its metric taken from its output"),
 ];
+
+/// Workloads whose parameters are never sweeps (a `cmd` regex may hold commas).
+pub const NOT_SWEPT: &[&str] = &["cmd"];
 
 /// Builds a workload from `name[:key=value...]`. `quick` picks smaller defaults.
 pub fn parse(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
@@ -170,6 +176,7 @@ pub fn parse(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
         "stress-ng-pipe" | "hackbench" | "perf-pipe" | "perf-messaging" => {
             Box::new(external::External::new(name, rest, quick)?)
         }
+        "cmd" => Box::new(cmd::Cmd::new(rest)?),
         _ => bail!(
             "unknown workload {name:?}; workloads: {}",
             NAMES.iter().map(|n| n.0).collect::<Vec<_>>().join(" ")
@@ -187,9 +194,19 @@ pub fn list() -> Result<String> {
     use std::fmt::Write;
     let mut s = String::from(
         "Workloads, as NAME[:key=value...] (parameters shown as key=default). The first metric \
-         is the\nprimary one (progress lines, plots); the table and bench.json have them all.\n",
+         is the\nprimary one (progress lines, plots); the table and bench.json have them all. \
+         One parameter\nmay be a list, a sweep: messaging:groups=1,2,4,8 is one workload per \
+         value. Quote values\nthat hold ':' or ',' in single quotes.\n",
     );
     for (name, what) in NAMES {
+        if *name == "cmd" {
+            writeln!(s, "\n{name:<16} {what}")?;
+            writeln!(s, "  {}", cmd::SYNTAX)?;
+            for k in cmd::KEYS {
+                writeln!(s, "  {:<22} {}", k.name, k.help)?;
+            }
+            continue;
+        }
         let (full, quick) = (parse(name, false)?, parse(name, true)?);
         let (dflt, qdflt) = (full.params(), quick.params());
         writeln!(s, "\n{name:<16} {what}")?;
@@ -263,6 +280,10 @@ mod tests {
         let text = list().unwrap();
         for (name, _) in NAMES {
             assert!(text.contains(&format!("\n{name} ")), "{name}: {text}");
+            if *name == "cmd" {
+                assert!(text.contains("cmd:'COMMAND':metric=REGEX"), "{text}");
+                continue;
+            }
             let w = parse(name, false).unwrap();
             // The defaults that params() reports are exactly keys that a spec may set.
             for k in w.params().keys() {
