@@ -200,6 +200,7 @@ pub fn merge(files: Vec<(String, Report)>) -> Result<Report> {
     out.summaries = summaries;
     out.counters = counters;
     out.comparisons = comparisons;
+    out.traces = traces_of(&out);
     out.fidelity = Vec::new();
     out.fidelity_feature = None;
     out.bootstrap_reps = reps;
@@ -208,6 +209,13 @@ pub fn merge(files: Vec<(String, Report)>) -> Result<Report> {
     out.command_line = std::env::args().collect();
     out.created_unix_ms = now_ms();
     Ok(out)
+}
+
+/// The per-arm traces of a report's runs (none when it was not traced).
+fn traces_of(r: &Report) -> Vec<super::trace::report::ArmTrace> {
+    let labels: Vec<&str> = r.arms.iter().map(|a| a.label()).collect();
+    let ncpus = r.environment.topology.allowed.len();
+    super::trace::report::summaries(&labels, &r.workloads, &r.runs, ncpus)
 }
 
 /// A session's report analysed again as the session did.
@@ -232,6 +240,7 @@ fn rerender(file: &str, mut r: Report) -> Report {
     r.summaries = summaries;
     r.counters = counters;
     r.comparisons = comparisons;
+    r.traces = traces_of(&r);
     r.bootstrap_reps = reps;
     r.sources = vec![source(file, "", &r)];
     r

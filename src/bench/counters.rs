@@ -8,6 +8,7 @@
 //! at the edges of the measurement window; the delta is the run's counters.
 
 use super::system::SystemSnapshot;
+use super::trace::{TraceCounts, TraceReading};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
@@ -103,18 +104,24 @@ pub struct Snapshot {
     pub tasks: Vec<Option<TaskCounters>>,
     pub sys: SystemSnapshot,
     pub psi_some_us: Option<u64>,
+    /// The tracer's reading, with `bench --trace` (it then follows these tasks).
+    pub trace: Option<TraceReading>,
 }
 
 impl Snapshot {
     /// The counters of `tasks` (pid, tid) and of the whole system; with no tasks, only the
     /// system's (external tools, whose tasks the bench does not know).
     pub fn take(tasks: &[(i32, i32)]) -> Self {
+        // The tracer first: it may first have to be told which tasks to follow, which takes a
+        // while; read right before the tasks' counters at both edges, its window matches theirs.
+        let trace = super::trace::reading(tasks);
         Snapshot {
             tasks: tasks.iter().map(|&(p, t)| read_task(p, t)).collect(),
             sys: SystemSnapshot::take(),
             psi_some_us: fs::read_to_string("/proc/pressure/cpu")
                 .ok()
                 .and_then(|t| parse_psi_some_total(&t)),
+            trace,
         }
     }
 }
@@ -141,6 +148,9 @@ pub struct Counters {
     pub cpu_idle_ms: BTreeMap<usize, u64>,
     /// Microseconds in which some runnable task waited for a CPU (PSI), whole system.
     pub psi_cpu_some_us: Option<u64>,
+    /// What `bench --trace` saw in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceCounts>,
     /// CPU time of each task in the window, in task order (for share computations).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_task_exec_ns: Vec<u64>,
@@ -183,6 +193,11 @@ impl Counters {
         self.system_migrations = d(b.sys.migrations, a.sys.migrations);
         self.cpu_idle_ms = b.sys.idle_ms_since(&a.sys);
         self.psi_cpu_some_us = d(b.psi_some_us, a.psi_some_us);
+        self.trace = a
+            .trace
+            .as_ref()
+            .zip(b.trace.as_ref())
+            .map(|(a, b)| TraceCounts::between(a, b));
     }
 
     /// Adds children's rusage (external tools): only switch counts are known there.
@@ -285,6 +300,7 @@ mod tests {
             tasks: vec![t(1, 1, 10, 5, Some(1)), t(0, 0, 0, 0, Some(0)), None],
             sys: sys(100, Some(4), 10),
             psi_some_us: None,
+            trace: None,
         };
         let b = Snapshot {
             tasks: vec![
@@ -294,6 +310,7 @@ mod tests {
             ],
             sys: sys(150, Some(10), 30),
             psi_some_us: Some(3),
+            trace: None,
         };
         let c = Counters::delta(&a, &b);
         assert_eq!(c.tasks, 2);

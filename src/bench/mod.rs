@@ -19,6 +19,7 @@ pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod system;
+pub mod trace;
 pub mod workloads;
 
 use anyhow::{Context, Result, bail};
@@ -122,6 +123,13 @@ pub struct BenchArgs {
     /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given).
     #[arg(long, value_name = "FEATURE")]
     pub fidelity: Option<String>,
+
+    /// Trace every run from the sched tracepoints (a BPF tracing program): wakeup latency, run
+    /// length before involuntary and voluntary switches, migrations per wakeup, per arm, with
+    /// the tracer's measured cost. It costs every arm the same few hundred ns per switch: a
+    /// diagnostic, not a timed A/B.
+    #[arg(long)]
+    pub trace: bool,
 
     /// Folder for bench.json, runs.csv and the SVG plots [default: bench-<time>].
     #[arg(short, long, value_name = "DIR")]
@@ -338,6 +346,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     })
     .context("cannot install the SIGINT/SIGTERM handler")?;
 
+    if args.trace {
+        trace::start().context("bench --trace")?;
+    }
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
     let ncpus = crate::topology::online_cpus();
     let base = arms::baseline(ncpus);
@@ -374,6 +385,13 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         &report::pairs(&arms, aa),
         seed,
         boot_reps,
+    );
+    let labels: Vec<&str> = arms.iter().map(|a| a.label()).collect();
+    let traces = trace::report::summaries(
+        &labels,
+        &infos,
+        &outcome.runs,
+        environment.topology.allowed.len(),
     );
     let fidelity = match &args.fidelity {
         Some(f) => report::fidelity(f.strip_prefix("NO_").unwrap_or(f), &arms, &comparisons),
@@ -415,6 +433,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         fatal: outcome.fatal,
         failed_arms: outcome.failed_arms,
         bootstrap_reps: boot_reps,
+        trace: args.trace,
+        traces,
         sources: Vec::new(),
         merge_notes: Vec::new(),
         restore_errors,

@@ -97,6 +97,16 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
         plot_workload(r, wl, &p).with_context(|| format!("cannot draw {}", p.display()))?;
         out.push(p);
     }
+    for wl in r
+        .workloads
+        .iter()
+        .filter(|w| r.traces.iter().any(|t| t.workload == w.label))
+    {
+        let p = dir.join(format!("trace_{}", file_name(&wl.label)));
+        super::trace::report::plot(r, wl, &p)
+            .with_context(|| format!("cannot draw {}", p.display()))?;
+        out.push(p);
+    }
     for (spec, points) in super::report::render::sweeps(r) {
         let p = dir.join(format!("sweep_{}", file_name(spec)));
         plot_sweep(r, spec, &points, &p).with_context(|| format!("cannot draw {}", p.display()))?;

@@ -3,7 +3,8 @@
 # reads back byte for byte as before — also when the bench is interrupted with SIGINT in the
 # middle of a run (lab attached, and built-in EEVDF with changed features); perf bench and perf
 # stat -a run in the guest and the perf workloads give valid runs; nice, renice and chrt work;
-# a session with an arm that cannot start completes the other arms and reports that one failed.
+# a session with an arm that cannot start completes the other arms and reports that one failed;
+# bench --trace gives both arms non-empty histograms whose switch counts match the kernel's.
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched
@@ -100,6 +101,29 @@ grep -q '"arm": "scx:/bin/false"' /tmp/b6/bench.json || fail "bench.json does no
 note "failed arm: $v; $(grep '^Arm scx' /tmp/b6.out | cut -c1-100)"
 knobs /tmp/knobs.6
 check "the knobs read back byte for byte after the session with a failed arm" same_knobs /tmp/knobs.0 /tmp/knobs.6
+
+# --- 2c. bench --trace: non-empty histograms on both arms, whose switch counts agree with the
+# kernel's per-task counts (the trace and /proc are read at the same window edges).
+scx_eevdf_lab bench eevdf lab --trace -w pingpong:pairs=4 --quick -n 2 --seed 7 --out /tmp/b7 \
+	>/tmp/b7.out 2>/tmp/b7.err || { tail -n 20 /tmp/b7.err; fail "the --trace session failed"; }
+v=$(scx_eevdf_lab bench --validate /tmp/b7/bench.json) || fail "--trace: $v"
+echo "$v" | grep -q "(4 valid measured)" || { grep -A3 "Invalid runs" /tmp/b7.out; fail "--trace: $v"; }
+sed -n '/^trace of pingpong/,/^| run before voluntary switch p50/p' /tmp/b7.out | grep -v -- '-+-' | sed 's/^/  trace| /'
+# row NAME: the cells of a table row, one per arm, separated by ';'.
+row() { grep "^| $1 " /tmp/b7.out | head -n 1 | awk -F'|' '{ for (i = 3; i < NF; i++) printf "%s;", $i }'; }
+row "runs traced" | grep -qx ' *2 *; *2 *;' || fail "--trace: not both arms traced 2 runs: $(row 'runs traced')"
+row "wakeups, migrated per wakeup" | awk -F';' '{ for (i = 1; i < NF; i++) { split($i, w, ","); if (w[1] + 0 <= 0) exit 1 } }' ||
+	fail "--trace: an arm has no wakeups: $(row 'wakeups, migrated per wakeup')"
+row "run before voluntary switch p50" | grep -q '[0-9]' || fail "--trace: no voluntary run lengths"
+row "switches vol + invol: traced / counted" | awk -F';' '{
+	for (i = 1; i < NF; i++) {
+		n = split($i, f, /[^0-9]+/); k = 0
+		for (j = 1; j <= n; j++) if (f[j] != "") v[++k] = f[j]
+		t = v[1] + v[2]; c = v[3] + v[4]; d = t - c; if (d < 0) d = -d
+		if (k != 4 || c == 0 || d > 0.02 * c + 20) { print "  mismatch: " $i; bad = 1 }
+	} } END { exit bad }' || fail "--trace: the traced switches differ from the counted ones by more than 2%"
+note "ok: --trace histograms are non-empty and their switches agree with the kernel's counts"
+[ -s /tmp/b7/trace_pingpong_pairs-4.svg ] || fail "--trace: no trace plot"
 
 # --- 3. SIGINT while the lab is attached and a run is going on ----------------------------
 # interrupt NAME CONDITION...: start a changed-knobs session, wait for CONDITION, let a run

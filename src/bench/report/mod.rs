@@ -79,6 +79,11 @@ pub struct Report {
     /// Bootstrap resamples per comparison (0 in files that did not record it).
     #[serde(default)]
     pub bootstrap_reps: usize,
+    /// The session ran with `--trace`; its traces per arm and workload.
+    #[serde(default)]
+    pub trace: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<crate::bench::trace::report::ArmTrace>,
     /// The sessions a `bench compare` report merges (empty in a session's own report).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<Source>,
@@ -344,6 +349,8 @@ pub(crate) mod tests {
             failed_arms: vec![],
             restore_errors: vec![],
             bootstrap_reps: 1000,
+            trace: false,
+            traces: vec![],
             sources: vec![],
             merge_notes: vec![],
         }

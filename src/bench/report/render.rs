@@ -184,6 +184,9 @@ pub fn table(r: &Report) -> String {
             t.add_row(row);
         }
         let _ = writeln!(s, "{t}");
+        if let Some(b) = crate::bench::trace::report::table_block(r, wl) {
+            s.push_str(&b);
+        }
     }
     sweep_tables(&mut s, r);
     let _ = writeln!(
