@@ -234,7 +234,14 @@ fn rerender(file: &str, mut r: Report) -> Report {
         reps,
     );
     r.fidelity = match &r.fidelity_feature {
-        Some(f) => report::fidelity(f.strip_prefix("NO_").unwrap_or(f), &r.arms, &comparisons),
+        Some(f) => {
+            let name = f.split(',').next().unwrap_or(f).trim();
+            report::fidelity(
+                name.strip_prefix("NO_").unwrap_or(name),
+                &r.arms,
+                &comparisons,
+            )
+        }
         None => Vec::new(),
     };
     r.summaries = summaries;

@@ -120,8 +120,10 @@ pub struct BenchArgs {
     pub processes: bool,
 
     /// Fidelity mode: compare FEATURE's effect in the kernel and in the mirror (arms
-    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given).
-    #[arg(long, value_name = "FEATURE")]
+    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given). Settings after a comma go to
+    /// all four arms, the kernel-only ones (preempt, cgroup_mode) to the eevdf arms only:
+    /// `--fidelity RUN_TO_PARITY,preempt=full`.
+    #[arg(long, value_name = "FEATURE[,SETTING...]")]
     pub fidelity: Option<String>,
 
     /// Trace every run from the sched tracepoints (a BPF tracing program): wakeup latency, run
@@ -248,21 +250,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             if !args.arms.is_empty() {
                 bail!("--fidelity chooses the arms itself; give no ARM");
             }
-            let name = f.strip_prefix("NO_").unwrap_or(f);
-            let feat = crate::features::find(name)
-                .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
-            if !feat.in_kernel {
-                bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
-            }
-            [
-                format!("eevdf:{name}"),
-                format!("eevdf:NO_{name}"),
-                format!("lab:{name}"),
-                format!("lab:NO_{name}"),
-            ]
-            .iter()
-            .map(|s| ArmSpec::parse(s))
-            .collect::<Result<_>>()?
+            fidelity_arms(f)?
+                .iter()
+                .map(|s| ArmSpec::parse(s))
+                .collect::<Result<_>>()?
         }
         None if args.arms.is_empty() => vec![ArmSpec::parse("eevdf")?, ArmSpec::parse("lab")?],
         None => args
@@ -394,7 +385,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         environment.topology.allowed.len(),
     );
     let fidelity = match &args.fidelity {
-        Some(f) => report::fidelity(f.strip_prefix("NO_").unwrap_or(f), &arms, &comparisons),
+        Some(f) => report::fidelity(fidelity_parts(f)?.0, &arms, &comparisons),
         None => Vec::new(),
     };
     let rep = Report {
@@ -475,9 +466,77 @@ pub fn write_outputs(rep: &Report, dir: &std::path::Path, plots: bool) -> Result
     Ok(())
 }
 
+/// The four arms of `--fidelity FEATURE[,SETTING...]`: the settings go to every arm, but the
+/// kernel-only knobs to the eevdf arms only.
+fn fidelity_arms(f: &str) -> Result<[String; 4]> {
+    let (name, settings) = fidelity_parts(f)?;
+    let (mut kernel, mut lab) = (String::new(), String::new());
+    for s in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        kernel.push_str(&format!(",{s}"));
+        let knob = s.split('=').next().unwrap_or("").trim();
+        if !arms::KERNEL_ONLY.contains(&knob) {
+            lab.push_str(&format!(",{s}"));
+        }
+    }
+    Ok([
+        format!("eevdf:{name}{kernel}"),
+        format!("eevdf:NO_{name}{kernel}"),
+        format!("lab:{name}{lab}"),
+        format!("lab:NO_{name}{lab}"),
+    ])
+}
+
+/// `--fidelity FEATURE[,SETTING...]`: the feature (without NO_), checked to be a kernel
+/// feature, and the settings.
+fn fidelity_parts(f: &str) -> Result<(&str, &str)> {
+    let (name, settings) = f.split_once(',').unwrap_or((f, ""));
+    let name = name.trim();
+    let name = name.strip_prefix("NO_").unwrap_or(name);
+    let feat = crate::features::find(name)
+        .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
+    if !feat.in_kernel {
+        bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
+    }
+    Ok((name, settings))
+}
+
 fn secs(s: f64) -> Result<Duration> {
     if !(0.0..=MAX_OPTION_S).contains(&s) {
         bail!("{s} s is out of range (0..={MAX_OPTION_S})");
     }
     Ok(Duration::from_secs_f64(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fidelity_settings_go_to_the_arms_that_have_them() {
+        assert_eq!(
+            fidelity_arms("NO_RUN_TO_PARITY").unwrap(),
+            [
+                "eevdf:RUN_TO_PARITY",
+                "eevdf:NO_RUN_TO_PARITY",
+                "lab:RUN_TO_PARITY",
+                "lab:NO_RUN_TO_PARITY"
+            ]
+        );
+        let a = fidelity_arms("RUN_TO_PARITY,preempt=full,base_slice_ns=3000000").unwrap();
+        assert_eq!(
+            a[1],
+            "eevdf:NO_RUN_TO_PARITY,preempt=full,base_slice_ns=3000000"
+        );
+        assert_eq!(a[3], "lab:NO_RUN_TO_PARITY,base_slice_ns=3000000");
+        for arm in &a {
+            ArmSpec::parse(arm).unwrap();
+        }
+        assert!(fidelity_arms("NO_SUCH,preempt=full").is_err());
+        assert!(
+            fidelity_arms("DELAY_WAKE_COLD")
+                .unwrap_err()
+                .to_string()
+                .contains("lab knob")
+        );
+    }
 }
