@@ -504,6 +504,7 @@ mod tests {
             ("hackbench", "hackbench"),
             ("stress-ng-pipe", "stress-ng"),
             ("perf-pipe", "perf"),
+            ("perf-messaging", "perf"),
         ] {
             if which(bin).is_none() {
                 continue;
@@ -519,6 +520,8 @@ mod tests {
             assert_eq!(m.metrics.len(), 1, "{name}");
             assert!(m.metrics.values().all(|&v| v > 0.0));
             assert!(m.extra.contains_key("version"));
+            // The system-wide counters bracket the tool's run.
+            assert!(m.counters.system_switches.is_some_and(|s| s > 0), "{name}");
         }
     }
 }
