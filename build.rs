@@ -1,7 +1,8 @@
 // Build the BPF scheduler: compile src/bpf/main.bpf.c with clang (BPF_CLANG, >= 18), generate
 // its libbpf skeleton and the Rust bindings of src/bpf/intf.h. Also compile the EEVDF core
 // (src/bpf/eevdf.h and the headers it includes) for the host (src/bpf/host.c), with Rust
-// bindings, for the unit tests.
+// bindings, for the unit tests. And the bench's tracer: src/bench/trace/trace.bpf.c with its own
+// skeleton, and its bucket arithmetic (hist.h) compiled for the host tests.
 use std::env;
 use std::path::PathBuf;
 
@@ -12,6 +13,15 @@ fn main() {
         .enable_skel("src/bpf/main.bpf.c", "bpf")
         .build()
         .expect("building the BPF scheduler failed");
+
+    scx_cargo::BpfBuilder::new()
+        .expect("BPF builder for the tracer")
+        .enable_skel("src/bench/trace/trace.bpf.c", "trace")
+        .build()
+        .expect("building the bench's tracer failed");
+    cc::Build::new()
+        .file("src/bench/trace/host.c")
+        .compile("trace_host");
 
     cc::Build::new()
         .file("src/bpf/host.c")
@@ -32,4 +42,5 @@ fn main() {
         .expect("writing eevdf_host.rs");
     // Every header under src/bpf feeds the BPF object, the host library or both.
     println!("cargo:rerun-if-changed=src/bpf");
+    println!("cargo:rerun-if-changed=src/bench/trace");
 }

@@ -99,8 +99,8 @@ pub enum Cmd {
     /// Print the running scheduler's stats (decision counters per interval, queues) until Ctrl-C.
     Monitor(MonitorArgs),
     /// A/B-benchmark the built-in EEVDF, this scheduler and other sched_ext schedulers.
-    #[command(after_help = crate::bench::ARMS_HELP)]
-    Bench(crate::bench::BenchArgs),
+    #[command(after_help = crate::bench::ARMS_HELP, args_conflicts_with_subcommands = true)]
+    Bench(Box<crate::bench::BenchArgs>),
     /// Put back what a bench that did not finish (killed with SIGKILL, a crash) had changed:
     /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started. It reads
     /// the journal every bench keeps in /run/scx_eevdf_lab (the next bench does the same).
@@ -199,7 +199,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
         Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
-        Some(Cmd::Bench(args)) => return crate::bench::run(args),
+        Some(Cmd::Bench(args)) => return crate::bench::run(*args),
         Some(Cmd::Restore) => cmd_restore()?,
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
         Some(Cmd::Spawn(args)) => {

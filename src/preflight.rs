@@ -104,6 +104,18 @@ pub const NEEDS: &[Need] = &[
     op("dump"),
     op("init"),
     op("exit"),
+    op("cpu_acquire"),
+    op("cpu_release"),
+    op("cpu_online"),
+    op("cpu_offline"),
+    need(
+        Probe::Kfunc("scx_bpf_pick_idle_cpu"),
+        "an idle CPU for tasks moved off a CPU taken by a higher class or going offline",
+    ),
+    need(
+        Probe::Kfunc("scx_bpf_reenqueue_local"),
+        "handing back a CPU's local queue when a higher class takes it",
+    ),
     need(
         Probe::Kfunc("scx_bpf_kick_cpu"),
         "preemption and idle kicks",

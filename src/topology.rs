@@ -33,6 +33,16 @@ pub fn online_cpus() -> u64 {
         })
 }
 
+/// The online CPUs, in order (system-wide counters open one per CPU); 0..n when unreadable.
+pub fn online_cpu_list() -> Vec<usize> {
+    std::fs::read_to_string(ONLINE_CPUS_PATH)
+        .ok()
+        .and_then(|s| scx_utils::Cpumask::from_cpulist(s.trim()).ok())
+        .map(|m| m.iter().collect::<Vec<usize>>())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| (0..online_cpus() as usize).collect())
+}
+
 /// The CPUs this process may run on, in order (its affinity; `[0]` when unreadable).
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain old data; sched_getaffinity fills it.

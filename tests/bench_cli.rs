@@ -5,6 +5,13 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// One bench at a time: benches run as root share the journal in /run/scx_eevdf_lab, and a
+/// second one refuses to start while the first runs.
+fn one_bench() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_scx_eevdf_lab")
 }
@@ -15,6 +22,7 @@ fn tempdir(tag: &str) -> PathBuf {
 
 #[test]
 fn a_host_session_writes_a_valid_report() {
+    let _one = one_bench();
     let dir = tempdir("it");
     let out = Command::new(bin())
         .args([
@@ -74,11 +82,121 @@ fn a_host_session_writes_a_valid_report() {
         let s = std::fs::read_to_string(dir.join(svg)).unwrap();
         assert!(s.contains("<svg"), "{svg}");
     }
+
+    // `bench compare`: one file comes back with the session's table; two are merged, with the
+    // second session's arms tagged and compared with the first's, into files that validate.
+    let json = dir.join("bench.json");
+    let one = Command::new(bin())
+        .args(["bench", "compare"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let again = String::from_utf8_lossy(&one.stdout);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let body = |t: &str| t[t.find("\npingpong").unwrap()..].to_string();
+    assert_eq!(body(&again), body(&table));
+    let merged_dir = tempdir("merged");
+    let two = Command::new(bin())
+        .args(["bench", "compare"])
+        .args([&json, &json])
+        .arg("--out")
+        .arg(&merged_dir)
+        .output()
+        .unwrap();
+    let merged = String::from_utf8_lossy(&two.stdout);
+    assert!(
+        two.status.success(),
+        "{}",
+        String::from_utf8_lossy(&two.stderr)
+    );
+    assert!(merged.contains("bench compare of 2 sessions"), "{merged}");
+    assert!(merged.contains("eevdf @2 vs eevdf @1 (×)"), "{merged}");
+    let v = Command::new(bin())
+        .args(["bench", "--validate"])
+        .arg(merged_dir.join("bench.json"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.status.success() && msg.contains("4 arms, 2 workloads"),
+        "{msg}"
+    );
+    let bad = Command::new(bin())
+        .args(["bench", "compare"])
+        .arg(dir.join("runs.csv"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not JSON"));
+    std::fs::remove_dir_all(&merged_dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A sweep is one workload per point, with a table of one line per point and a plot; a `cmd`
+/// workload takes its number from the command's output.
+#[test]
+fn sweeps_and_commands_run_as_workloads() {
+    let _one = one_bench();
+    let dir = tempdir("sweep");
+    let out = Command::new(bin())
+        .args([
+            "bench",
+            "eevdf",
+            "-w",
+            "messaging:groups=1,2:fds=2:loops=5,cmd:'echo took 7.5 ms, ok':metric='took ([0-9.]+) ms':better=lower:name=ms",
+            "-n",
+            "2",
+            "--warmup",
+            "0",
+            "--seed",
+            "1",
+            "--bootstrap",
+            "200",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        table.contains("sweep messaging:groups=1,2:fds=2:loops=5 — seconds"),
+        "{table}"
+    );
+    let rows: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("sweep "))
+        .filter(|l| l.starts_with("| 1 ") || l.starts_with("| 2 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(
+        table.contains("messaging:groups=2:fds=2:loops=5 —"),
+        "{table}"
+    );
+    let svg = std::fs::read_to_string(dir.join("sweep_messaging_groups-1_2_fds-2_loops-5.svg"))
+        .expect("the sweep's plot");
+    assert!(svg.contains("<svg"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(json["workloads"][1]["sweep"]["value"], "2");
+    let cmd_run = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workload_label"].as_str().unwrap().starts_with("cmd:") && r["valid"] == true)
+        .expect("a valid cmd run");
+    assert_eq!(cmd_run["measurement"]["metrics"]["ms"], 7.5);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bad_input_fails_before_anything_runs() {
+    let _one = one_bench();
     for (args, want) in [
         (vec!["bench", "cfs"], "unknown arm"),
         (vec!["bench", "eevdf:NO_SUCH_FLAG"], "NO_SUCH_FLAG"),
@@ -92,6 +210,22 @@ fn bad_input_fails_before_anything_runs() {
             vec!["bench", "eevdf", "--processes", "-w", "schlat"],
             "threads only",
         ),
+        (
+            vec!["bench", "eevdf", "-w", "messaging:groups=1,2:loops=1,2"],
+            "only one parameter",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "messaging:groups=1,x"],
+            "at groups=x",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "cmd:'true':better=lower"],
+            "metric=REGEX is required",
+        ),
+        (
+            vec!["bench", "eevdf", "-w", "pingpong,pingpong"],
+            "given twice",
+        ),
     ] {
         let out = Command::new(bin()).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -104,6 +238,7 @@ fn bad_input_fails_before_anything_runs() {
 /// `diff-kernel` still show the kernel's line, read from a fake debugfs folder.
 #[test]
 fn features_and_diff_kernel_work_without_the_lab() {
+    let _one = one_bench();
     let dir = tempdir("debugfs");
     std::fs::create_dir_all(&dir).unwrap();
     let line = "PLACE_LAG RUN_TO_PARITY NO_DELAY_ZERO";
@@ -148,6 +283,7 @@ fn features_and_diff_kernel_work_without_the_lab() {
 
 #[test]
 fn the_workload_list_shows_keys_defaults_and_metrics() {
+    let _one = one_bench();
     let out = Command::new(bin())
         .args(["bench", "--list"])
         .output()
@@ -167,6 +303,7 @@ fn the_workload_list_shows_keys_defaults_and_metrics() {
 
 #[test]
 fn completions_and_the_man_page_cover_the_subcommands() {
+    let _one = one_bench();
     for args in [
         &["completions", "bash"][..],
         &["completions", "zsh"][..],

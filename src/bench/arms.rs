@@ -20,9 +20,9 @@
 use crate::features::{self, FeatureSet, Tunables};
 use crate::kernel::KnobSnapshot;
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ArmKind {
     Eevdf,
@@ -31,7 +31,7 @@ pub enum ArmKind {
 }
 
 /// An arm as written on the command line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArmSpec {
     pub label: String,
     #[serde(flatten)]
@@ -140,11 +140,11 @@ impl ArmSpec {
 }
 
 /// An arm with its settings resolved against the baseline.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Arm {
     pub spec: ArmSpec,
     /// The features this arm runs with (lab knobs included; eevdf arms only use kernel flags).
-    #[serde(serialize_with = "ser_features")]
+    #[serde(serialize_with = "ser_features", deserialize_with = "de_features")]
     pub features: FeatureSet,
     pub tunables: Tunables,
 }
@@ -153,10 +153,19 @@ fn ser_features<S: serde::Serializer>(f: &FeatureSet, s: S) -> Result<S::Ok, S::
     s.serialize_str(f.to_line().trim_end())
 }
 
+/// The features line of a saved report, read back (`bench compare`).
+fn de_features<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FeatureSet, D::Error> {
+    let line = String::deserialize(d)?;
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    FeatureSet::defaults()
+        .apply(&tokens)
+        .map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+}
+
 /// The settings every arm starts from: the kernel's when readable, else the defaults.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Baseline {
-    #[serde(serialize_with = "ser_features")]
+    #[serde(serialize_with = "ser_features", deserialize_with = "de_features")]
     pub features: FeatureSet,
     pub tunables: Tunables,
     /// Where they came from: "kernel" or "defaults".

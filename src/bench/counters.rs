@@ -1,12 +1,16 @@
-//! Scheduler counters that need no perf: per-task switch counts, run_delay and migrations from
-//! `/proc/<pid>/task/<tid>/{status,schedstat,sched}`, system-wide switches from `/proc/stat`,
-//! CPU pressure from `/proc/pressure/cpu`, and children's rusage from `wait4`.
+//! Scheduler counters that need no perf tool: per-task switch counts, run_delay and migrations
+//! from `/proc/<pid>/task/<tid>/{status,schedstat,sched}`, the system-wide switches, migrations
+//! and per-CPU idle time of [`super::system`], CPU pressure from `/proc/pressure/cpu`, and
+//! children's rusage from `wait4`.
 //!
 //! Every source is optional: a kernel without schedstat or PSI yields `None` for those fields
 //! instead of an error, so the workloads run on any host. Snapshots are taken by the controller
 //! at the edges of the measurement window; the delta is the run's counters.
 
+use super::system::SystemSnapshot;
+use super::trace::{TraceCounts, TraceReading};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs;
 
 /// One task's cumulative counters at one instant.
@@ -98,20 +102,26 @@ pub fn read_task(pid: i32, tid: i32) -> Option<TaskCounters> {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub tasks: Vec<Option<TaskCounters>>,
-    pub sys_ctxt: Option<u64>,
+    pub sys: SystemSnapshot,
     pub psi_some_us: Option<u64>,
+    /// The tracer's reading, with `bench --trace` (it then follows these tasks).
+    pub trace: Option<TraceReading>,
 }
 
 impl Snapshot {
+    /// The counters of `tasks` (pid, tid) and of the whole system; with no tasks, only the
+    /// system's (external tools, whose tasks the bench does not know).
     pub fn take(tasks: &[(i32, i32)]) -> Self {
+        // The tracer first: it may first have to be told which tasks to follow, which takes a
+        // while; read right before the tasks' counters at both edges, its window matches theirs.
+        let trace = super::trace::reading(tasks);
         Snapshot {
             tasks: tasks.iter().map(|&(p, t)| read_task(p, t)).collect(),
-            sys_ctxt: fs::read_to_string("/proc/stat")
-                .ok()
-                .and_then(|t| parse_proc_stat_ctxt(&t)),
+            sys: SystemSnapshot::take(),
             psi_some_us: fs::read_to_string("/proc/pressure/cpu")
                 .ok()
                 .and_then(|t| parse_psi_some_total(&t)),
+            trace,
         }
     }
 }
@@ -130,8 +140,17 @@ pub struct Counters {
     pub migrations: Option<u64>,
     /// Context switches of the whole system (`/proc/stat ctxt`).
     pub system_switches: Option<u64>,
+    /// Task migrations of the whole system (the `cpu-migrations` software counters).
+    #[serde(default)]
+    pub system_migrations: Option<u64>,
+    /// Each CPU's idle time in the window, ms (clock-tick resolution).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpu_idle_ms: BTreeMap<usize, u64>,
     /// Microseconds in which some runnable task waited for a CPU (PSI), whole system.
     pub psi_cpu_some_us: Option<u64>,
+    /// What `bench --trace` saw in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceCounts>,
     /// CPU time of each task in the window, in task order (for share computations).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_task_exec_ns: Vec<u64>,
@@ -141,13 +160,9 @@ impl Counters {
     pub fn delta(a: &Snapshot, b: &Snapshot) -> Counters {
         let mut c = Counters {
             migrations: Some(0),
-            system_switches: b.sys_ctxt.zip(a.sys_ctxt).map(|(b, a)| b.saturating_sub(a)),
-            psi_cpu_some_us: b
-                .psi_some_us
-                .zip(a.psi_some_us)
-                .map(|(b, a)| b.saturating_sub(a)),
             ..Default::default()
         };
+        c.add_system(a, b);
         for (x, y) in a.tasks.iter().zip(&b.tasks) {
             let (Some(x), Some(y)) = (x, y) else {
                 c.per_task_exec_ns.push(0);
@@ -169,6 +184,20 @@ impl Counters {
             c.migrations = None;
         }
         c
+    }
+
+    /// The system-wide counters between `a` and `b` (switches, migrations, idle, pressure).
+    pub fn add_system(&mut self, a: &Snapshot, b: &Snapshot) {
+        let d = |b: Option<u64>, a: Option<u64>| b.zip(a).map(|(b, a)| b.saturating_sub(a));
+        self.system_switches = d(b.sys.ctxt, a.sys.ctxt);
+        self.system_migrations = d(b.sys.migrations, a.sys.migrations);
+        self.cpu_idle_ms = b.sys.idle_ms_since(&a.sys);
+        self.psi_cpu_some_us = d(b.psi_some_us, a.psi_some_us);
+        self.trace = a
+            .trace
+            .as_ref()
+            .zip(b.trace.as_ref())
+            .map(|(a, b)| TraceCounts::between(a, b));
     }
 
     /// Adds children's rusage (external tools): only switch counts are known there.
@@ -262,10 +291,16 @@ mod tests {
                 migrations: m,
             })
         };
+        let sys = |ctxt, mig, idle| SystemSnapshot {
+            ctxt: Some(ctxt),
+            migrations: mig,
+            idle_ticks: BTreeMap::from([(0, idle), (1, 7)]),
+        };
         let a = Snapshot {
             tasks: vec![t(1, 1, 10, 5, Some(1)), t(0, 0, 0, 0, Some(0)), None],
-            sys_ctxt: Some(100),
+            sys: sys(100, Some(4), 10),
             psi_some_us: None,
+            trace: None,
         };
         let b = Snapshot {
             tasks: vec![
@@ -273,8 +308,9 @@ mod tests {
                 t(2, 0, 5, 1, Some(1)),
                 t(9, 9, 9, 9, None),
             ],
-            sys_ctxt: Some(150),
+            sys: sys(150, Some(10), 30),
             psi_some_us: Some(3),
+            trace: None,
         };
         let c = Counters::delta(&a, &b);
         assert_eq!(c.tasks, 2);
@@ -282,6 +318,10 @@ mod tests {
         assert_eq!((c.exec_ns, c.run_delay_ns), (25, 5));
         assert_eq!(c.migrations, Some(3));
         assert_eq!(c.system_switches, Some(50));
+        assert_eq!(c.system_migrations, Some(6));
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        assert_eq!(c.cpu_idle_ms, BTreeMap::from([(0, 20 * 1000 / hz), (1, 0)]));
         assert_eq!(c.psi_cpu_some_us, None);
         assert_eq!(c.per_task_exec_ns, vec![20, 5, 0]);
     }

@@ -4,12 +4,12 @@
 //!
 //! Every source is optional; what cannot be read is recorded as null.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Environment {
     pub uname: Uname,
     pub cmdline: Option<String>,
@@ -30,7 +30,7 @@ pub struct Environment {
     pub tools: BTreeMap<String, Option<String>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Uname {
     pub sysname: String,
     pub nodename: String,
@@ -39,7 +39,7 @@ pub struct Uname {
     pub machine: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Topology {
     pub online: Option<String>,
     /// CPUs this process may use.

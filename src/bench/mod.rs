@@ -5,11 +5,12 @@
 //! workloads, installs the interrupt handler, runs the protocol, restores every setting it
 //! touched, and writes the table, JSON, CSV and SVG outputs. The pieces live in the sibling
 //! modules: [`arms`] (what an arm is), [`runner`] (putting arms in effect and checking them),
-//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`], [`stats`], [`report`],
+//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`] and [`system`], [`stats`], [`report`],
 //! [`plot`] and [`env`]. It depends on nothing of the command line above it: `cli` calls
 //! [`run`] and [`workloads::worker_main`].
 
 pub mod arms;
+pub mod compare;
 pub mod counters;
 pub mod env;
 pub mod journal;
@@ -18,10 +19,12 @@ pub mod protocol;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod system;
+pub mod trace;
 pub mod workloads;
 
 use crate::input::{self, bad_msg};
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use arms::{Arm, ArmSpec};
 use protocol::{NamedWorkload, Order, Session};
 use report::{Report, WorkloadInfo};
@@ -57,7 +60,9 @@ FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_
 applied on top of the kernel's settings at the start. Tunables: base_slice_ns, migration_cost_ns,
 nr_migrate, tunable_scaling; eevdf arms may also set the kernel-only preempt (none, voluntary,
 full, lazy; the lab preempts like full) and cgroup_mode. Every setting the bench changes is
-restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt).
+restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt). An arm that
+cannot be put in effect (a scheduler that does not load) is reported as failed and skipped; the
+other arms run on, and the exit status is 1.
 
 Example:
   scx_eevdf_lab bench eevdf eevdf:NO_DELAY_ZERO lab lab:NO_DELAY_ZERO -w pingpong,messaging --quick";
@@ -65,18 +70,18 @@ Example:
 /// Options of `scx_eevdf_lab bench`.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub cmd: Option<BenchCmd>,
+
     /// The arms to compare; the first is the baseline [default: eevdf lab].
     #[arg(value_name = "ARM")]
     pub arms: Vec<String>,
 
     /// Workloads, comma-separated or repeated: NAME[:key=value[:key=value...]]
-    /// (e.g. pingpong:pairs=2:pin=same-cpu). `--list` shows them.
-    #[arg(
-        short,
-        long = "workload",
-        value_delimiter = ',',
-        default_value = "pingpong"
-    )]
+    /// (e.g. pingpong:pairs=2:pin=same-cpu). One parameter may be a list, a sweep
+    /// (messaging:groups=1,2,4,8,16: one workload per value); single-quote values that hold
+    /// ':' or ','. `--list` shows them.
+    #[arg(short, long = "workload", default_value = "pingpong")]
     pub workloads: Vec<String>,
 
     /// Measured runs per arm and workload, 1..=10000 [default: 10; 3 with --quick].
@@ -117,9 +122,18 @@ pub struct BenchArgs {
     pub processes: bool,
 
     /// Fidelity mode: compare FEATURE's effect in the kernel and in the mirror (arms
-    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given).
-    #[arg(long, value_name = "FEATURE")]
+    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given). Settings after a comma go to
+    /// all four arms, the kernel-only ones (preempt, cgroup_mode) to the eevdf arms only:
+    /// `--fidelity RUN_TO_PARITY,preempt=full`.
+    #[arg(long, value_name = "FEATURE[,SETTING...]")]
     pub fidelity: Option<String>,
+
+    /// Trace every run from the sched tracepoints (a BPF tracing program): wakeup latency, run
+    /// length before involuntary and voluntary switches, migrations per wakeup, per arm, with
+    /// the tracer's measured cost. It costs every arm the same few hundred ns per switch: a
+    /// diagnostic, not a timed A/B.
+    #[arg(long)]
+    pub trace: bool,
 
     /// Folder for bench.json, runs.csv and the SVG plots [default: bench-<time>].
     #[arg(short, long, value_name = "DIR")]
@@ -146,6 +160,13 @@ pub struct BenchArgs {
     /// Check a bench.json written by this version and exit (0 = valid).
     #[arg(long, value_name = "FILE", hide = true)]
     pub validate: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCmd {
+    /// Merge bench.json files of separate sessions (boots, kernels, machines) into one report
+    /// with the same statistics, or re-render one file.
+    Compare(compare::CompareArgs),
 }
 
 /// Workloads whose tasks are threads only.
@@ -191,6 +212,9 @@ const MIN_BOOTSTRAP: usize = 100;
 const MAX_BOOTSTRAP: usize = 1_000_000;
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(BenchCmd::Compare(c)) = args.cmd {
+        return compare::run(c);
+    }
     if let Some(f) = &args.validate {
         let text =
             std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
@@ -248,24 +272,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             if !args.arms.is_empty() {
                 return Err(bad_msg("--fidelity chooses the arms itself; give no ARM"));
             }
-            let name = f.strip_prefix("NO_").unwrap_or(f);
-            let feat = crate::features::find(name)
-                .ok_or_else(|| bad_msg(format!("--fidelity: unknown feature {name:?}")))?;
-            if !feat.in_kernel {
-                return Err(bad_msg(format!(
-                    "--fidelity: {name} is a lab knob; the kernel has no such feature"
-                )));
-            }
-            [
-                format!("eevdf:{name}"),
-                format!("eevdf:NO_{name}"),
-                format!("lab:{name}"),
-                format!("lab:NO_{name}"),
-            ]
-            .iter()
-            .map(|s| ArmSpec::parse(s))
-            .collect::<Result<_>>()
-            .map_err(input::bad)?
+            fidelity_arms(f)
+                .map_err(input::bad)?
+                .iter()
+                .map(|s| ArmSpec::parse(s))
+                .collect::<Result<_>>()
+                .map_err(input::bad)?
         }
         None if args.arms.is_empty() => vec![ArmSpec::parse("eevdf")?, ArmSpec::parse("lab")?],
         None => args
@@ -295,24 +307,32 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         crate::preflight::require_root()?;
     }
 
-    // Workloads.
+    // Workloads: each spec, or each point of its sweep.
+    let names: Vec<&str> = workloads::NAMES.iter().map(|n| n.0).collect();
     let mut wls = Vec::new();
-    for w in &args.workloads {
-        let w = w.trim();
-        if w.is_empty() {
-            continue;
+    let mut sweeps = Vec::new();
+    for spec in workloads::spec::split_specs(&args.workloads, &names).map_err(input::bad)? {
+        for (w, point) in
+            workloads::spec::expand(&spec, workloads::NOT_SWEPT).map_err(input::bad)?
+        {
+            let workload = workloads::parse(&w, q)
+                .with_context(|| match &point {
+                    Some(p) => format!("workload {spec:?} at {}={}", p.key, p.value),
+                    None => format!("workload {spec:?}"),
+                })
+                .map_err(input::bad)?;
+            if args.processes && THREADS_ONLY.contains(&workload.name()) {
+                return Err(bad_msg(format!(
+                    "{} runs as threads only; drop --processes",
+                    workload.name()
+                )));
+            }
+            if wls.iter().any(|x: &NamedWorkload| x.label == w) {
+                return Err(bad_msg(format!("workload {w:?} is given twice")));
+            }
+            wls.push(NamedWorkload { label: w, workload });
+            sweeps.push(point);
         }
-        let workload = workloads::parse(w, q).map_err(input::bad)?;
-        if args.processes && THREADS_ONLY.contains(&workload.name()) {
-            return Err(bad_msg(format!(
-                "{} runs as threads only; drop --processes",
-                workload.name()
-            )));
-        }
-        wls.push(NamedWorkload {
-            label: w.to_string(),
-            workload,
-        });
     }
     if wls.is_empty() {
         return Err(bad_msg("no workload given"));
@@ -342,12 +362,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         .map_err(input::bad)?;
     let infos: Vec<WorkloadInfo> = wls
         .iter()
-        .map(|w| WorkloadInfo {
+        .zip(sweeps)
+        .map(|(w, sweep)| WorkloadInfo {
             label: w.label.clone(),
             name: w.workload.name().into(),
             description: w.workload.describe(),
             params: w.workload.params(),
             metrics: w.workload.metrics(),
+            sweep,
         })
         .collect();
 
@@ -370,6 +392,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     })
     .context("cannot install the SIGINT/SIGTERM handler")?;
 
+    if args.trace {
+        trace::start().context("bench --trace")?;
+    }
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
 
     let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
@@ -396,10 +421,23 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         .zip(knobs_after.as_ref())
         .map(|(a, b)| a == b);
 
-    let (summaries, counters, comparisons) =
-        report::analyze(&arms, &infos, &outcome.runs, aa, seed, boot_reps);
+    let (summaries, counters, comparisons) = report::analyze(
+        &arms,
+        &infos,
+        &outcome.runs,
+        &report::pairs(&arms, aa),
+        seed,
+        boot_reps,
+    );
+    let labels: Vec<&str> = arms.iter().map(|a| a.label()).collect();
+    let traces = trace::report::summaries(
+        &labels,
+        &infos,
+        &outcome.runs,
+        environment.topology.allowed.len(),
+    );
     let fidelity = match &args.fidelity {
-        Some(f) => report::fidelity(f.strip_prefix("NO_").unwrap_or(f), &arms, &comparisons),
+        Some(f) => report::fidelity(fidelity_parts(f)?.0, &arms, &comparisons),
         None => Vec::new(),
     };
     let rep = Report {
@@ -437,31 +475,82 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         fidelity,
         interrupted: outcome.interrupted,
         fatal: outcome.fatal,
+        failed_arms: outcome.failed_arms,
+        bootstrap_reps: boot_reps,
+        trace: args.trace,
+        traces,
+        sources: Vec::new(),
+        merge_notes: Vec::new(),
         restore_errors,
     };
 
-    print!("{}", report::table(&rep));
-    let json = out_dir.join("bench.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&rep)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
-    let csv = out_dir.join("runs.csv");
-    std::fs::write(&csv, report::csv(&rep))
-        .with_context(|| format!("cannot write {}", csv.display()))?;
-    eprintln!("wrote {} and {}", json.display(), csv.display());
-    if !args.no_plots {
-        match plot::write_all(&rep, &out_dir) {
-            Ok(files) => eprintln!("wrote {} plot(s) in {}", files.len(), out_dir.display()),
-            Err(e) => eprintln!("scx_eevdf_lab bench: plots: {e:#}"),
-        }
-    }
+    write_outputs(&rep, &out_dir, !args.no_plots)?;
 
     if rep.interrupted {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    if rep.fatal.is_some() || !rep.restore_errors.is_empty() || rep.knobs_restored == Some(false) {
+    if rep.fatal.is_some()
+        || !rep.failed_arms.is_empty()
+        || !rep.restore_errors.is_empty()
+        || rep.knobs_restored == Some(false)
+    {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the table and writes bench.json, runs.csv and (with `plots`) the SVGs into `dir`.
+pub fn write_outputs(rep: &Report, dir: &std::path::Path, plots: bool) -> Result<()> {
+    print!("{}", report::table(rep));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let json = dir.join("bench.json");
+    std::fs::write(&json, serde_json::to_string_pretty(rep)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let csv = dir.join("runs.csv");
+    std::fs::write(&csv, report::csv(rep))
+        .with_context(|| format!("cannot write {}", csv.display()))?;
+    eprintln!("wrote {} and {}", json.display(), csv.display());
+    if plots {
+        match plot::write_all(rep, dir) {
+            Ok(files) => eprintln!("wrote {} plot(s) in {}", files.len(), dir.display()),
+            Err(e) => eprintln!("scx_eevdf_lab bench: plots: {e:#}"),
+        }
+    }
+    Ok(())
+}
+
+/// The four arms of `--fidelity FEATURE[,SETTING...]`: the settings go to every arm, but the
+/// kernel-only knobs to the eevdf arms only.
+fn fidelity_arms(f: &str) -> Result<[String; 4]> {
+    let (name, settings) = fidelity_parts(f)?;
+    let (mut kernel, mut lab) = (String::new(), String::new());
+    for s in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        kernel.push_str(&format!(",{s}"));
+        let knob = s.split('=').next().unwrap_or("").trim();
+        if !arms::KERNEL_ONLY.contains(&knob) {
+            lab.push_str(&format!(",{s}"));
+        }
+    }
+    Ok([
+        format!("eevdf:{name}{kernel}"),
+        format!("eevdf:NO_{name}{kernel}"),
+        format!("lab:{name}{lab}"),
+        format!("lab:NO_{name}{lab}"),
+    ])
+}
+
+/// `--fidelity FEATURE[,SETTING...]`: the feature (without NO_), checked to be a kernel
+/// feature, and the settings.
+fn fidelity_parts(f: &str) -> Result<(&str, &str)> {
+    let (name, settings) = f.split_once(',').unwrap_or((f, ""));
+    let name = name.trim();
+    let name = name.strip_prefix("NO_").unwrap_or(name);
+    let feat = crate::features::find(name)
+        .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
+    if !feat.in_kernel {
+        bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
+    }
+    Ok((name, settings))
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -471,4 +560,38 @@ fn secs(what: &str, s: f64) -> Result<Duration> {
         )));
     }
     Ok(Duration::from_secs_f64(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fidelity_settings_go_to_the_arms_that_have_them() {
+        assert_eq!(
+            fidelity_arms("NO_RUN_TO_PARITY").unwrap(),
+            [
+                "eevdf:RUN_TO_PARITY",
+                "eevdf:NO_RUN_TO_PARITY",
+                "lab:RUN_TO_PARITY",
+                "lab:NO_RUN_TO_PARITY"
+            ]
+        );
+        let a = fidelity_arms("RUN_TO_PARITY,preempt=full,base_slice_ns=3000000").unwrap();
+        assert_eq!(
+            a[1],
+            "eevdf:NO_RUN_TO_PARITY,preempt=full,base_slice_ns=3000000"
+        );
+        assert_eq!(a[3], "lab:NO_RUN_TO_PARITY,base_slice_ns=3000000");
+        for arm in &a {
+            ArmSpec::parse(arm).unwrap();
+        }
+        assert!(fidelity_arms("NO_SUCH,preempt=full").is_err());
+        assert!(
+            fidelity_arms("DELAY_WAKE_COLD")
+                .unwrap_err()
+                .to_string()
+                .contains("lab knob")
+        );
+    }
 }

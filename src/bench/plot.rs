@@ -1,7 +1,8 @@
 //! One SVG per workload: on the left every valid run of the primary metric per arm (in run
 //! order, with the arm's mean as a bar), on the right each comparison's ratio to its base with
-//! its 95 % interval and a line at 1. SVG text needs no font library, so this works in the
-//! minimal VM.
+//! its 95 % interval and a line at 1. One SVG per sweep: the primary metric's central value at
+//! every point, one line per arm, with ± one standard deviation. SVG text needs no font library,
+//! so this works in the minimal VM.
 
 use super::report::{Report, WorkloadInfo};
 use anyhow::{Context, Result};
@@ -96,7 +97,98 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
         plot_workload(r, wl, &p).with_context(|| format!("cannot draw {}", p.display()))?;
         out.push(p);
     }
+    for wl in r
+        .workloads
+        .iter()
+        .filter(|w| r.traces.iter().any(|t| t.workload == w.label))
+    {
+        let p = dir.join(format!("trace_{}", file_name(&wl.label)));
+        super::trace::report::plot(r, wl, &p)
+            .with_context(|| format!("cannot draw {}", p.display()))?;
+        out.push(p);
+    }
+    for (spec, points) in super::report::render::sweeps(r) {
+        let p = dir.join(format!("sweep_{}", file_name(spec)));
+        plot_sweep(r, spec, &points, &p).with_context(|| format!("cannot draw {}", p.display()))?;
+        out.push(p);
+    }
     Ok(out)
+}
+
+fn plot_sweep(r: &Report, spec: &str, points: &[&WorkloadInfo], path: &Path) -> Result<()> {
+    let Some(m) = points.first().and_then(|w| w.metrics.first()) else {
+        return Ok(());
+    };
+    let summary = |arm: &str, wl: &str| {
+        r.summaries
+            .iter()
+            .find(|s| s.arm == arm && s.workload == wl && s.metric == m.name)
+            .and_then(|s| s.summary.clone())
+    };
+    let all: Vec<(f64, f64)> = r
+        .arms
+        .iter()
+        .flat_map(|a| points.iter().filter_map(|w| summary(a.label(), &w.label)))
+        .map(|s| (s.mean - s.stddev, s.mean + s.stddev))
+        .collect();
+    let (y0, y1) = range(all.iter().flat_map(|&(a, b)| [a, b]), 0.1);
+    let n = points.len();
+    let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let key = points[0].sweep.as_ref().map_or("", |p| p.key.as_str());
+    let values: Vec<String> = points
+        .iter()
+        .map(|w| w.sweep.as_ref().map_or(String::new(), |p| p.value.clone()))
+        .collect();
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{spec}: {} ({})", m.name, m.unit),
+            ("sans-serif", 18),
+        )
+        .margin(MARGIN_PX)
+        .x_label_area_size(40)
+        .y_label_area_size(LEFT_Y_AREA_PX)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)?;
+    chart
+        .configure_mesh()
+        .x_labels(n.max(1))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                values.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .x_desc(key)
+        .y_desc(m.unit.as_ref())
+        .disable_x_mesh()
+        .draw()?;
+    for (i, a) in r.arms.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let pts: Vec<(f64, f64, f64)> = points
+            .iter()
+            .enumerate()
+            .filter_map(|(k, w)| summary(a.label(), &w.label).map(|s| (k as f64, s.mean, s.stddev)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|&(x, y, _)| (x, y)),
+                color.stroke_width(2),
+            ))?
+            .label(a.label().to_string())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&(x, y, sd)| {
+            ErrorBar::new_vertical(x, y - sd, y, y + sd, color.stroke_width(1), 8)
+        }))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
 }
 
 const LEFT_Y_AREA_PX: u32 = 80;
@@ -177,7 +269,7 @@ fn plot_workload(r: &Report, wl: &WorkloadInfo, path: &Path) -> Result<()> {
         .configure_mesh()
         .x_labels(narms.max(1))
         .x_label_formatter(&|_| String::new())
-        .y_desc(m.unit)
+        .y_desc(m.unit.as_ref())
         .disable_x_mesh()
         .draw()?;
     draw_labels(&root, &arm_lines, |i| chart.backend_coord(&(i as f64, y0)))?;

@@ -7,7 +7,8 @@
 //! or tunable written), one run is made and discarded before the measured ones. Each run is
 //! bracketed by [`Runner::check`] and observations of the sched_ext state; any problem marks the
 //! run invalid with the reason, and invalid runs are kept in the records but left out of the
-//! statistics.
+//! statistics. An arm that cannot be put in effect (a scheduler that does not load) is marked
+//! failed with the reason and its slots are skipped; the other arms go on.
 
 use super::arms::Arm;
 use super::runner::{self, Runner};
@@ -15,12 +16,12 @@ use super::workloads::{Measurement, RunConfig, Workload};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Order {
     /// Every round in the same (seeded) order.
@@ -52,7 +53,7 @@ pub struct NamedWorkload {
 }
 
 /// One run, measured or discarded, valid or not.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Position in the session (0-based, warm-up runs included).
     pub index: usize,
@@ -75,8 +76,17 @@ pub struct RunRecord {
     /// CPU time of the scheduler's userspace process during the run.
     pub sched_cpu_ns: Option<u64>,
     /// Each BPF callback's calls and run time during the run (--bpf-stats).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bpf: BTreeMap<String, crate::bpfstats::Cost>,
+}
+
+/// An arm that could not be put in effect: it has no runs after its failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedArm {
+    pub arm: String,
+    pub reason: String,
+    /// Slots of the schedule it had before it failed (0: it never ran).
+    pub slots_run: usize,
 }
 
 /// Everything the protocol produced.
@@ -87,6 +97,7 @@ pub struct Outcome {
     pub interrupted: bool,
     /// Why the session stopped early, if it did for another reason than an interrupt.
     pub fatal: Option<String>,
+    pub failed_arms: Vec<FailedArm>,
 }
 
 pub struct Session<'a> {
@@ -97,7 +108,8 @@ pub struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// Runs the whole schedule; stops early on interrupt or when an arm cannot be put in effect.
+    /// Runs the whole schedule; stops early on interrupt. An arm that cannot be put in effect is
+    /// recorded as failed and skipped from then on.
     pub fn execute(&self, runner: &mut Runner) -> Outcome {
         let mut out = Outcome {
             order: self.order.clone(),
@@ -107,9 +119,16 @@ impl Session<'_> {
         let total = self.order.len() * self.workloads.len();
         let progress = Progress::new(total as u64);
         let mut done = 0;
+        let mut slots_run = vec![0usize; self.arms.len()];
         for (slot, &arm) in self.order.iter().enumerate() {
             if super::interrupted() {
                 break;
+            }
+            let label = self.arms[arm].label();
+            if out.failed_arms.iter().any(|f| f.arm == label) {
+                done += self.workloads.len() as u64;
+                progress.set(done);
+                continue;
             }
             let switched = match runner.switch(self.arms, arm) {
                 Ok(s) => s,
@@ -117,13 +136,21 @@ impl Session<'_> {
                     if super::interrupted() {
                         break;
                     }
-                    out.fatal = Some(format!(
-                        "cannot put arm {} in effect: {e:#}",
-                        self.arms[arm].label()
+                    let reason = format!("cannot put it in effect: {e:#}");
+                    progress.println(&format!(
+                        "arm {label} failed ({reason}); its remaining runs are skipped"
                     ));
-                    break;
+                    out.failed_arms.push(FailedArm {
+                        arm: label.to_string(),
+                        reason,
+                        slots_run: slots_run[arm],
+                    });
+                    done += self.workloads.len() as u64;
+                    progress.set(done);
+                    continue;
                 }
             };
+            slots_run[arm] += 1;
             if switched && !self.workloads.is_empty() {
                 progress.message(&format!(
                     "{} / {} (warm-up)",
@@ -131,7 +158,7 @@ impl Session<'_> {
                     self.workloads[0].label
                 ));
                 let rec = self.one_run(runner, out.runs.len(), slot / narms, arm, 0, true);
-                progress.line(&rec, self.primary(0));
+                progress.line(&rec, &self.primary(0));
                 out.runs.push(rec);
             }
             for w in 0..self.workloads.len() {
@@ -144,7 +171,7 @@ impl Session<'_> {
                     self.workloads[w].label
                 ));
                 let rec = self.one_run(runner, out.runs.len(), slot / narms, arm, w, false);
-                progress.line(&rec, self.primary(w));
+                progress.line(&rec, &self.primary(w));
                 out.runs.push(rec);
                 done += 1;
                 progress.set(done);
@@ -155,13 +182,13 @@ impl Session<'_> {
         out
     }
 
-    fn primary(&self, w: usize) -> &'static str {
+    fn primary(&self, w: usize) -> String {
         self.workloads[w]
             .workload
             .metrics()
             .first()
-            .map(|m| m.name)
-            .unwrap_or("")
+            .map(|m| m.name.to_string())
+            .unwrap_or_default()
     }
 
     fn one_run(
@@ -256,6 +283,13 @@ impl Progress {
     fn set(&self, n: u64) {
         if let Some(b) = &self.bar {
             b.set_position(n);
+        }
+    }
+
+    fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
         }
     }
 

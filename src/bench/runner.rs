@@ -193,13 +193,21 @@ impl Runner {
     }
 
     /// Puts arm `i` in effect. Returns true when anything changed (the caller then discards a
-    /// warm-up run).
+    /// warm-up run). After an error no arm counts as in effect, so the next switch sets
+    /// everything again.
     pub fn switch(&mut self, arms: &[Arm], i: usize) -> Result<bool> {
-        let arm = &arms[i];
         self.reap_exited();
-        if self.current == Some(i) && (arm.spec.kind == ArmKind::Eevdf || self.attached_ok(i)) {
+        if self.current == Some(i) && (arms[i].spec.kind == ArmKind::Eevdf || self.attached_ok(i)) {
             return Ok(false);
         }
+        self.current = None;
+        self.put_in_effect(arms, i)?;
+        self.current = Some(i);
+        Ok(true)
+    }
+
+    fn put_in_effect(&mut self, arms: &[Arm], i: usize) -> Result<()> {
+        let arm = &arms[i];
         match &arm.spec.kind {
             ArmKind::Eevdf => {
                 self.detach()?;
@@ -237,8 +245,7 @@ impl Runner {
                 self.attach(arms, i)?;
             }
         }
-        self.current = Some(i);
-        Ok(true)
+        Ok(())
     }
 
     fn attached_ok(&self, i: usize) -> bool {
@@ -396,7 +403,11 @@ impl Runner {
                 break;
             }
             if start.elapsed() > ATTACH_TIMEOUT {
+                // Stopped here, so that the next arm does not take it for an attached one.
                 self.sched = Some(s);
+                if let Err(e) = self.detach() {
+                    log::warn!("stopping the scheduler that did not attach: {e:#}");
+                }
                 bail!(
                     "the scheduler of arm {} did not attach within {ATTACH_TIMEOUT:?}",
                     arm.label()

@@ -233,6 +233,9 @@ pub struct Comparison {
     pub marker: String,
     /// True for the A/A comparison itself.
     pub is_aa: bool,
+    /// The arms come from different sessions (`bench compare`): the Δ includes boot noise.
+    #[serde(default)]
+    pub cross_boot: bool,
 }
 
 /// Threshold above which an arm's run-to-run variation makes a comparison "noisy".
@@ -438,6 +441,7 @@ mod tests {
             noise_floor_pct: None,
             marker: String::new(),
             is_aa: aa,
+            cross_boot: false,
         }
     }
 

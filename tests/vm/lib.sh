@@ -77,7 +77,8 @@ knob_seq() {
 # bench_csv FILE: a bench runs.csv with the commas inside quoted fields (arm labels with
 # tunables) turned into ';' and the quotes dropped, so that awk -F, sees the columns:
 # 1 index 2 round 3 arm 4 workload 5 discarded 6 valid 7 metric 8 value 9 ops 10 elapsed_s
-# 11 voluntary 12 involuntary 13 run_delay_ns 14 migrations 15 invalid_reasons
+# 11 voluntary 12 involuntary 13 run_delay_ns 14 migrations 15 invalid_reasons 16 system_switches
+# 17 system_migrations 18 cpu_idle_ms (CPU:ms;...)
 bench_csv() {
 	awk -F'"' -v OFS='' '{for (i = 2; i <= NF; i += 2) gsub(",", ";", $i)} 1' "$1"
 }

@@ -9,7 +9,7 @@ use super::WorkloadInfo;
 use crate::bench::arms::Arm;
 use crate::bench::protocol::RunRecord;
 use crate::bench::stats::{self, Comparison, Summary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
@@ -17,9 +17,11 @@ const FIDELITY_ARMS: usize = 4;
 
 const NS_PER_US: f64 = 1e3;
 const NS_PER_MS: f64 = 1e6;
+const MS_PER_S: f64 = 1e3;
+const PCT: f64 = 100.0;
 
 /// One arm's valid runs of one workload and metric.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmSummary {
     pub arm: String,
     pub workload: String,
@@ -29,7 +31,7 @@ pub struct ArmSummary {
 }
 
 /// Scheduler counters of one arm and workload, per operation over its valid runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmCounters {
     pub arm: String,
     pub workload: String,
@@ -43,6 +45,13 @@ pub struct ArmCounters {
     pub run_delay_us_per_op: Option<f64>,
     /// CPU time of the scheduler's userspace process per run (lab and scx arms).
     pub sched_cpu_ms_per_run: Option<f64>,
+    /// Context switches of the whole system per run and per op (`/proc/stat ctxt`).
+    pub system_switches_per_run: Option<f64>,
+    pub system_switches_per_op: Option<f64>,
+    /// Task migrations of the whole system per run.
+    pub system_migrations_per_run: Option<f64>,
+    /// Each CPU's idle share of the window, %, averaged over the valid runs.
+    pub cpu_idle_pct: BTreeMap<usize, f64>,
     /// BPF run time of all callbacks per operation, ns (--bpf-stats; sched_ext arms).
     pub bpf_ns_per_op: Option<f64>,
     /// Each callback's calls per operation and ns per call (--bpf-stats), costliest first.
@@ -50,7 +59,7 @@ pub struct ArmCounters {
 }
 
 /// One BPF callback's share of an arm's work on a workload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallbackRow {
     pub name: String,
     pub calls_per_op: f64,
@@ -58,7 +67,7 @@ pub struct CallbackRow {
 }
 
 /// A feature's effect in the kernel and in the mirror, side by side.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FidelityRow {
     pub feature: String,
     pub workload: String,
@@ -76,19 +85,41 @@ pub struct FidelityRow {
 
 /// The (base, arm, is A/A) pairs to compare: each arm against the first arm of its own kind,
 /// the first arm of each kind against the session's first arm, the A/A copy against its original.
-pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<(usize, usize, bool)> {
+pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<Pair> {
     let mut out = Vec::new();
     for i in 1..arms.len() {
         if Some(i) == aa {
-            out.push((0, i, true));
+            out.push(Pair::new(0, i, true));
             continue;
         }
         let base = (0..i)
             .find(|&j| Some(j) != aa && arms[j].spec.kind_name() == arms[i].spec.kind_name())
             .unwrap_or(0);
-        out.push((base, i, false));
+        out.push(Pair::new(base, i, false));
     }
     out
+}
+
+/// One comparison to make: arm `arm` against arm `base` (indices into the arms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    pub base: usize,
+    pub arm: usize,
+    /// The A/A copy against its original: the noise floor.
+    pub is_aa: bool,
+    /// The two arms ran in different sessions (`bench compare`): boot noise is in the Δ.
+    pub cross_boot: bool,
+}
+
+impl Pair {
+    pub fn new(base: usize, arm: usize, is_aa: bool) -> Pair {
+        Pair {
+            base,
+            arm,
+            is_aa,
+            cross_boot: false,
+        }
+    }
 }
 
 fn values(runs: &[RunRecord], arm: usize, w: usize, metric: &str) -> Vec<f64> {
@@ -104,7 +135,7 @@ pub fn analyze(
     arms: &[Arm],
     workloads: &[WorkloadInfo],
     runs: &[RunRecord],
-    aa: Option<usize>,
+    pairs: &[Pair],
     seed: u64,
     boot_reps: usize,
 ) -> (Vec<ArmSummary>, Vec<ArmCounters>, Vec<Comparison>) {
@@ -113,11 +144,11 @@ pub fn analyze(
     for (w, wl) in workloads.iter().enumerate() {
         for (a, arm) in arms.iter().enumerate() {
             for m in &wl.metrics {
-                let v = values(runs, a, w, m.name);
+                let v = values(runs, a, w, &m.name);
                 sums.push(ArmSummary {
                     arm: arm.label().into(),
                     workload: wl.label.clone(),
-                    metric: m.name.into(),
+                    metric: m.name.to_string(),
                     summary: stats::summarize(&v, m.mean),
                     values: v,
                 });
@@ -129,8 +160,9 @@ pub fn analyze(
     let mut k = 0u64;
     for (w, wl) in workloads.iter().enumerate() {
         for m in &wl.metrics {
-            for &(b, a, is_aa) in &pairs(arms, aa) {
-                let (vb, va) = (values(runs, b, w, m.name), values(runs, a, w, m.name));
+            for p in pairs {
+                let (b, a) = (p.base, p.arm);
+                let (vb, va) = (values(runs, b, w, &m.name), values(runs, a, w, &m.name));
                 k += 1;
                 let Some((ratio, welch, boot)) =
                     stats::compare(&vb, &va, m.mean, seed.wrapping_add(k), boot_reps)
@@ -140,7 +172,7 @@ pub fn analyze(
                 let excludes_one = |ci: (f64, f64)| ci.0 > 1.0 || ci.1 < 1.0;
                 cmps.push(Comparison {
                     workload: wl.label.clone(),
-                    metric: m.name.into(),
+                    metric: m.name.to_string(),
                     base_arm: arms[b].label().into(),
                     arm: arms[a].label().into(),
                     better: m.better,
@@ -155,7 +187,8 @@ pub fn analyze(
                     p_adj: None,
                     noise_floor_pct: None,
                     marker: String::new(),
-                    is_aa,
+                    is_aa: p.is_aa,
+                    cross_boot: p.cross_boot,
                 });
             }
         }
@@ -179,6 +212,9 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
     let mut mig = Some(0u64);
     let mut cpu = Vec::new();
     let mut bpf: BTreeMap<&str, crate::bpfstats::Cost> = BTreeMap::new();
+    let (mut sys_sw, mut sys_mig) = (Vec::new(), Vec::new());
+    let mut sys_sw_ops = 0u64;
+    let mut idle: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for r in &valid {
         let Some(m) = &r.measurement else { continue };
         for (name, c) in &r.bpf {
@@ -194,7 +230,21 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
         if let Some(c) = r.sched_cpu_ns {
             cpu.push(c as f64 / NS_PER_MS);
         }
+        if let Some(s) = m.counters.system_switches {
+            sys_sw.push(s as f64);
+            sys_sw_ops += m.ops;
+        }
+        if let Some(s) = m.counters.system_migrations {
+            sys_mig.push(s as f64);
+        }
+        if m.elapsed_s > 0.0 {
+            for (&c, &ms) in &m.counters.cpu_idle_ms {
+                let pct = ms as f64 / (m.elapsed_s * MS_PER_S) * PCT;
+                idle.entry(c).or_default().push(pct.min(PCT));
+            }
+        }
     }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let per = |x: u64| (ops > 0).then(|| x as f64 / ops as f64);
     ArmCounters {
         arm: label.into(),
@@ -210,7 +260,15 @@ fn arm_counters(runs: &[RunRecord], label: &str, a: usize, w: usize, wl: &str) -
             mig.and_then(per)
         },
         run_delay_us_per_op: per(delay).map(|d| d / NS_PER_US),
-        sched_cpu_ms_per_run: (!cpu.is_empty()).then(|| cpu.iter().sum::<f64>() / cpu.len() as f64),
+        sched_cpu_ms_per_run: mean(&cpu),
+        system_switches_per_run: mean(&sys_sw),
+        system_switches_per_op: (sys_sw_ops > 0)
+            .then(|| sys_sw.iter().sum::<f64>() / sys_sw_ops as f64),
+        system_migrations_per_run: mean(&sys_mig),
+        cpu_idle_pct: idle
+            .iter()
+            .filter_map(|(&c, v)| Some((c, mean(v)?)))
+            .collect(),
         bpf_ns_per_op: (!bpf.is_empty())
             .then(|| per(bpf.values().map(|c| c.ns).sum()))
             .flatten(),
@@ -351,9 +409,10 @@ mod tests {
             .iter()
             .map(|s| Arm::resolve(ArmSpec::parse(s).unwrap(), &base, 4).unwrap())
             .collect();
-        assert_eq!(
-            pairs(&arms, None),
-            vec![(0, 1, false), (0, 2, false), (2, 3, false)]
-        );
+        let p: Vec<(usize, usize, bool)> = pairs(&arms, None)
+            .iter()
+            .map(|p| (p.base, p.arm, p.is_aa))
+            .collect();
+        assert_eq!(p, vec![(0, 1, false), (0, 2, false), (2, 3, false)]);
     }
 }

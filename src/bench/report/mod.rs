@@ -8,32 +8,36 @@
 pub mod analysis;
 pub mod render;
 
-pub(crate) use analysis::{ArmCounters, ArmSummary, FidelityRow, analyze, fidelity};
+pub(crate) use analysis::{ArmCounters, ArmSummary, FidelityRow, Pair, analyze, fidelity, pairs};
 pub(crate) use render::{csv, table};
 
 use super::arms::{Arm, Baseline};
 use super::env::Environment;
-use super::protocol::{Order, RunRecord};
+use super::protocol::{FailedArm, Order, RunRecord};
 use super::stats::Comparison;
 use super::workloads::MetricDef;
+use super::workloads::spec::SweepPoint;
 use crate::kernel::KnobSnapshot;
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Bumped whenever a key of the JSON document changes meaning or disappears.
 pub const SCHEMA_VERSION: u64 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadInfo {
     pub label: String,
     pub name: String,
     pub description: String,
     pub params: BTreeMap<String, String>,
     pub metrics: Vec<MetricDef>,
+    /// Its place in a sweep (`messaging:groups=1,2,4`), when it is one point of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u64,
     pub tool: String,
@@ -70,7 +74,36 @@ pub struct Report {
     pub fidelity: Vec<FidelityRow>,
     pub interrupted: bool,
     pub fatal: Option<String>,
+    /// Arms that could not be put in effect; the others ran on.
+    #[serde(default)]
+    pub failed_arms: Vec<FailedArm>,
     pub restore_errors: Vec<String>,
+    /// Bootstrap resamples per comparison (0 in files that did not record it).
+    #[serde(default)]
+    pub bootstrap_reps: usize,
+    /// The session ran with `--trace`; its traces per arm and workload.
+    #[serde(default)]
+    pub trace: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<crate::bench::trace::report::ArmTrace>,
+    /// The sessions a `bench compare` report merges (empty in a session's own report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
+    /// What `bench compare` found different between the sessions it merged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merge_notes: Vec<String>,
+}
+
+/// One session merged into a `bench compare` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub file: String,
+    /// The suffix its arms carry in the merged report (`eevdf @2`); empty for a single file.
+    pub tag: String,
+    pub kernel: String,
+    pub host: String,
+    pub created_unix_ms: u128,
+    pub command_line: Vec<String>,
 }
 
 /// Checks a JSON document against the schema this binary writes; returns a one-line summary.
@@ -221,6 +254,7 @@ pub(crate) mod tests {
             name: "pingpong".into(),
             description: "1 pair".into(),
             params: BTreeMap::new(),
+            sweep: None,
             metrics: vec![
                 metric(
                     "handoffs_per_s",
@@ -243,6 +277,9 @@ pub(crate) mod tests {
                     voluntary: 2000,
                     involuntary: 20,
                     migrations: Some(3),
+                    system_switches: Some(2500),
+                    system_migrations: Some(7),
+                    cpu_idle_ms: BTreeMap::from([(0, 500), (1, 250)]),
                     ..Default::default()
                 },
                 ..Default::default()
@@ -273,7 +310,14 @@ pub(crate) mod tests {
             });
         }
         let workloads = vec![wl];
-        let (summaries, counters, comparisons) = analyze(&arms, &workloads, &runs, None, 1, 1000);
+        let (summaries, counters, comparisons) = analyze(
+            &arms,
+            &workloads,
+            &runs,
+            &analysis::pairs(&arms, None),
+            1,
+            1000,
+        );
         Report {
             schema_version: SCHEMA_VERSION,
             tool: "scx_eevdf_lab bench".into(),
@@ -306,7 +350,13 @@ pub(crate) mod tests {
             fidelity: vec![],
             interrupted: false,
             fatal: None,
+            failed_arms: vec![],
             restore_errors: vec![],
+            bootstrap_reps: 1000,
+            trace: false,
+            traces: vec![],
+            sources: vec![],
+            merge_notes: vec![],
         }
     }
 

@@ -5,8 +5,8 @@
 //! It only formats what [`super::analysis`] computed and the [`Report`] holds; the JSON document
 //! is the [`Report`] itself, serialized.
 
-use super::Report;
-use super::analysis::{ArmCounters, pairs};
+use super::analysis::ArmCounters;
+use super::{Report, WorkloadInfo};
 use crate::bench::arms::Arm;
 use crate::bench::protocol::{Order, RunRecord};
 use crate::bench::stats::Better;
@@ -66,6 +66,7 @@ pub fn table(r: &Report) -> String {
             .map(|a| format!(", A/A arm {a}"))
             .unwrap_or_default()
     );
+    sources(&mut s, r);
     for wl in &r.workloads {
         let _ = writeln!(s, "\n{} — {}", wl.label, wl.description);
         let mut t = Table::new();
@@ -86,7 +87,7 @@ pub fn table(r: &Report) -> String {
                 m.mean.label()
             ))];
             for a in &r.arms {
-                row.push(Cell::new(cell(r, &wl.label, m.name, a.label())));
+                row.push(Cell::new(cell(r, &wl.label, &m.name, a.label())));
             }
             t.add_row(row);
         }
@@ -95,7 +96,26 @@ pub fn table(r: &Report) -> String {
                 .iter()
                 .find(|c| c.arm == a.label() && c.workload == wl.label)
         };
-        let footer: [(&str, CounterCell); 5] = [
+        let idle_cpus: Vec<usize> = {
+            let mut v: Vec<usize> = r
+                .counters
+                .iter()
+                .filter(|c| c.workload == wl.label)
+                .flat_map(|c| c.cpu_idle_pct.keys().copied())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let idle_label = format!(
+            "idle % per CPU ({})",
+            idle_cpus
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+        let footer: [(&str, CounterCell); 9] = [
             (
                 "runs valid / invalid",
                 Box::new(|c| format!("{} / {}", c.valid_runs, c.invalid_runs)),
@@ -118,6 +138,31 @@ pub fn table(r: &Report) -> String {
             (
                 "run_delay per op (µs)",
                 Box::new(|c| opt(c.run_delay_us_per_op, num)),
+            ),
+            (
+                "system switches per run",
+                Box::new(|c| opt(c.system_switches_per_run, num)),
+            ),
+            (
+                "system switches per op",
+                Box::new(|c| opt(c.system_switches_per_op, num)),
+            ),
+            (
+                "system migrations per run",
+                Box::new(|c| opt(c.system_migrations_per_run, num)),
+            ),
+            (
+                &idle_label,
+                Box::new(move |c| {
+                    if c.cpu_idle_pct.is_empty() {
+                        return "-".into();
+                    }
+                    idle_cpus
+                        .iter()
+                        .map(|k| opt(c.cpu_idle_pct.get(k).copied(), |v| format!("{v:.0}")))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                }),
             ),
         ];
         for (name, f) in &footer {
@@ -166,23 +211,39 @@ pub fn table(r: &Report) -> String {
                 cbs.join(", ")
             );
         }
+        if let Some(b) = crate::bench::trace::report::table_block(r, wl) {
+            s.push_str(&b);
+        }
     }
+    sweep_tables(&mut s, r);
     let _ = writeln!(
         s,
         "\nvalue [Δ% vs base](CV): Δ% + = better; `*` Holm-adjusted p < 0.05 and |Δ| ≥ max(1%, 2× \
          A/A noise); `?` CV > 5% in either arm. 95% CI of Δ% from Welch on log values."
     );
-    let bases: Vec<String> = pairs(
-        &r.arms,
-        r.aa_arm
-            .as_ref()
-            .and_then(|l| r.arms.iter().position(|a| a.label() == l)),
-    )
-    .iter()
-    .map(|&(b, a, _)| format!("{} vs {}", r.arms[a].label(), r.arms[b].label()))
-    .collect();
+    // The pairs compared, in the order of the comparisons; cross-boot ones marked.
+    let mut bases: Vec<String> = Vec::new();
+    for c in &r.comparisons {
+        let b = format!(
+            "{} vs {}{}",
+            c.arm,
+            c.base_arm,
+            if c.cross_boot { " (×)" } else { "" }
+        );
+        if !bases.contains(&b) {
+            bases.push(b);
+        }
+    }
     if !bases.is_empty() {
         let _ = writeln!(s, "Comparisons: {}", bases.join("; "));
+    }
+    if r.comparisons.iter().any(|c| c.cross_boot) {
+        let _ = writeln!(
+            s,
+            "(×) cross-boot: the two arms ran in different sessions, so the Δ includes boot-to-boot \
+             noise; judge it against an A/A pair across two boots (the same arm and kernel in two \
+             sessions)."
+        );
     }
     for f in &r.fidelity {
         let ci = |c: Option<(f64, f64)>| {
@@ -217,6 +278,13 @@ pub fn table(r: &Report) -> String {
             );
         }
     }
+    for f in &r.failed_arms {
+        let _ = writeln!(
+            s,
+            "\nArm {} FAILED after {} of its rounds, {}; its other runs were skipped.",
+            f.arm, f.slots_run, f.reason
+        );
+    }
     if let Some(f) = &r.fatal {
         let _ = writeln!(s, "\nThe session stopped early: {f}");
     }
@@ -242,6 +310,116 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(s, "WARNING: {e}");
     }
     s
+}
+
+/// The sessions a `bench compare` report comes from, its notes, and the boot noise that its
+/// A/A pairs across boots measured (the same arm on the same kernel in two sessions).
+fn sources(s: &mut String, r: &Report) {
+    match r.sources.as_slice() {
+        [] => return,
+        [one] => {
+            let _ = writeln!(s, "Re-rendered from {} (kernel {})", one.file, one.kernel);
+            return;
+        }
+        many => {
+            let _ = writeln!(s, "bench compare of {} sessions:", many.len());
+            for src in many {
+                let _ = writeln!(
+                    s,
+                    "  {} {}: kernel {} on {}: {}",
+                    src.tag,
+                    src.file,
+                    src.kernel,
+                    src.host,
+                    src.command_line.join(" ")
+                );
+            }
+        }
+    }
+    for n in &r.merge_notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+    let kernel_of = |arm: &str| {
+        let tag = arm.rsplit(' ').next().unwrap_or("");
+        r.sources
+            .iter()
+            .find(|x| x.tag == tag)
+            .map(|x| x.kernel.as_str())
+    };
+    for wl in &r.workloads {
+        let Some(m) = wl.metrics.first() else {
+            continue;
+        };
+        for c in r.comparisons.iter().filter(|c| {
+            c.cross_boot
+                && c.workload == wl.label
+                && c.metric == m.name
+                && kernel_of(&c.arm) == kernel_of(&c.base_arm)
+        }) {
+            let _ = writeln!(
+                s,
+                "  boot noise (A/A across boots, same kernel): {} vs {} on {} {}: {:+.2}%{}",
+                c.arm,
+                c.base_arm,
+                c.workload,
+                c.metric,
+                c.delta_pct,
+                c.ci_delta_pct
+                    .map(|(a, b)| format!(" [{a:+.1}, {b:+.1}]"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// The sweeps of the session, in the order given: one table each for its primary metric, one
+/// line per point, the arms as columns.
+pub fn sweeps(r: &Report) -> Vec<(&str, Vec<&WorkloadInfo>)> {
+    let mut out: Vec<(&str, Vec<&WorkloadInfo>)> = Vec::new();
+    for wl in &r.workloads {
+        let Some(p) = &wl.sweep else { continue };
+        match out.iter_mut().find(|(spec, _)| *spec == p.spec) {
+            Some((_, pts)) => pts.push(wl),
+            None => out.push((p.spec.as_str(), vec![wl])),
+        }
+    }
+    out
+}
+
+fn sweep_tables(s: &mut String, r: &Report) {
+    for (spec, points) in sweeps(r) {
+        let (Some(first), Some(m)) = (points.first(), points[0].metrics.first()) else {
+            continue;
+        };
+        let key = first.sweep.as_ref().map_or("", |p| p.key.as_str());
+        let _ = writeln!(
+            s,
+            "\nsweep {spec} — {} ({}, {} is better, {}), one line per {key}",
+            m.name,
+            m.unit,
+            match m.better {
+                Better::Higher => "higher",
+                Better::Lower => "lower",
+            },
+            m.mean.label()
+        );
+        let mut t = Table::new();
+        t.load_style(presets::ASCII_FULL)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        let mut header = vec![Cell::new(key)];
+        header.extend(r.arms.iter().map(|a| Cell::new(a.label())));
+        t.set_header(header);
+        for wl in points {
+            let value = wl.sweep.as_ref().map_or("", |p| p.value.as_str());
+            let mut row = vec![Cell::new(value)];
+            for a in &r.arms {
+                let c = cell(r, &wl.label, &m.name, a.label());
+                row.push(Cell::new(c.lines().next().unwrap_or("-")));
+            }
+            t.add_row(row);
+        }
+        let _ = writeln!(s, "{t}");
+    }
 }
 
 fn cell(r: &Report, wl: &str, metric: &str, arm: &str) -> String {
@@ -292,7 +470,8 @@ fn csv_field(s: &str) -> String {
 pub fn csv(r: &Report) -> String {
     let mut s = String::from(
         "index,round,arm,workload,discarded,valid,metric,value,ops,elapsed_s,voluntary,\
-         involuntary,run_delay_ns,migrations,invalid_reasons\n",
+         involuntary,run_delay_ns,migrations,invalid_reasons,system_switches,system_migrations,\
+         cpu_idle_ms\n",
     );
     for x in &r.runs {
         let m = x.measurement.as_ref();
@@ -308,7 +487,7 @@ pub fn csv(r: &Report) -> String {
             let c = m.map(|m| &m.counters);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 x.index,
                 x.round,
                 csv_field(&x.arm_label),
@@ -325,7 +504,20 @@ pub fn csv(r: &Report) -> String {
                 c.and_then(|c| c.migrations)
                     .map(|v| v.to_string())
                     .unwrap_or_default(),
-                csv_field(&x.invalid_reasons.join("; "))
+                csv_field(&x.invalid_reasons.join("; ")),
+                c.and_then(|c| c.system_switches)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                c.and_then(|c| c.system_migrations)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                c.map(|c| c
+                    .cpu_idle_ms
+                    .iter()
+                    .map(|(k, v)| format!("{k}:{v}"))
+                    .collect::<Vec<_>>()
+                    .join(";"))
+                    .unwrap_or_default(),
             );
         }
     }
@@ -348,12 +540,49 @@ mod tests {
         assert!(t.contains("[+"), "{t}");
         assert!(t.contains("enable_seq changed"), "{t}");
         assert!(t.contains("involuntary share"));
+        // The system-wide counters: 2500 switches and 7 migrations per run, CPU 0 idle half of
+        // each 1 s window, CPU 1 a quarter.
+        let row = |name: &str| {
+            t.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(row("system switches per run").contains("2500.0 "), "{t}");
+        assert!(row("system switches per op").contains("2.500"), "{t}");
+        assert!(row("system migrations per run").contains("7.000"), "{t}");
+        assert!(row("idle % per CPU (0 / 1)").contains("50 / 25"), "{t}");
+    }
+
+    #[test]
+    fn a_failed_arm_is_reported() {
+        let mut r = sample_report();
+        r.failed_arms.push(crate::bench::protocol::FailedArm {
+            arm: "scx:/bin/false".into(),
+            reason: "cannot put it in effect: the scheduler exited".into(),
+            slots_run: 0,
+        });
+        let t = table(&r);
+        assert!(
+            t.contains("Arm scx:/bin/false FAILED after 0 of its rounds, cannot put it in effect"),
+            "{t}"
+        );
     }
 
     #[test]
     fn csv_has_a_line_per_run_and_metric() {
         let c = csv(&sample_report());
         assert_eq!(c.lines().count(), 1 + 12 * 2);
+        assert!(
+            c.lines()
+                .next()
+                .unwrap()
+                .ends_with(",system_switches,system_migrations,cpu_idle_ms")
+        );
+        assert!(
+            c.lines().nth(1).unwrap().ends_with(",2500,7,0:500;1:250"),
+            "{c}"
+        );
         assert!(
             c.lines()
                 .nth(1)

@@ -8,7 +8,7 @@
 //! a clear error for that workload only.
 
 use super::{Key, Measurement, MetricDef, Params, RunConfig, Workload, key, metric};
-use crate::bench::counters::Counters;
+use crate::bench::counters::{Counters, Snapshot};
 use crate::bench::stats::{Better, MeanKind};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
@@ -245,7 +245,7 @@ pub fn parse_perf_simple(text: &str) -> Option<f64> {
 }
 
 /// Runs a command to completion within `limit`; returns (exit status, rusage, stdout, stderr).
-fn run_tool(
+pub(super) fn run_tool(
     bin: &Path,
     args: &[String],
     limit: Duration,
@@ -394,9 +394,11 @@ impl Workload for External {
         ));
         let args = self.args(rc, &yaml);
         let limit = rc.max_run.max(rc.window + Duration::from_secs(10));
+        let s0 = Snapshot::take(&[]);
         let t0 = Instant::now();
         let run = run_tool(&bin, &args, limit);
         let elapsed = t0.elapsed().as_secs_f64();
+        let s1 = Snapshot::take(&[]);
         let mut m = Measurement::default();
         m.extra
             .insert("tool".into(), serde_json::json!(bin.display().to_string()));
@@ -412,6 +414,7 @@ impl Workload for External {
             }
         };
         m.counters = Counters::from_rusage(&ru);
+        m.counters.add_system(&s0, &s1);
         m.elapsed_s = elapsed;
         if code != 0 {
             m.invalid.push(format!(
@@ -501,6 +504,7 @@ mod tests {
             ("hackbench", "hackbench"),
             ("stress-ng-pipe", "stress-ng"),
             ("perf-pipe", "perf"),
+            ("perf-messaging", "perf"),
         ] {
             if which(bin).is_none() {
                 continue;
@@ -516,6 +520,8 @@ mod tests {
             assert_eq!(m.metrics.len(), 1, "{name}");
             assert!(m.metrics.values().all(|&v| v > 0.0));
             assert!(m.extra.contains_key("version"));
+            // The system-wide counters bracket the tool's run.
+            assert!(m.counters.system_switches.is_some_and(|s| s > 0), "{name}");
         }
     }
 }

@@ -12,6 +12,7 @@
 //! mode), [`params`] (the spec's `key=value` parameters) and [`sys`] (system-call wrappers).
 //! Each workload is one file next to them.
 
+pub mod cmd;
 pub mod external;
 pub mod hog_probe;
 pub mod messaging;
@@ -19,6 +20,7 @@ pub mod params;
 pub mod pingpong;
 pub mod pipe_stream;
 pub mod schlat;
+pub mod spec;
 pub mod sys;
 pub mod team;
 pub mod weights;
@@ -38,7 +40,8 @@ pub(crate) use worker::{WorkerArgs, worker_main};
 use super::counters::Counters;
 use super::stats::{Better, MeanKind};
 use anyhow::{Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -48,11 +51,12 @@ const LATENCY_MAX_NS: u64 = 100_000_000_000;
 const LATENCY_SIGNIFICANT_DIGITS: u8 = 3;
 const NS_PER_US: f64 = 1000.0;
 
-/// One metric a workload reports per run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// One metric a workload reports per run. Names and units are static for the built-in
+/// workloads; a `cmd` workload's come from its spec, and a saved report's from its file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricDef {
-    pub name: &'static str,
-    pub unit: &'static str,
+    pub name: Cow<'static, str>,
+    pub unit: Cow<'static, str>,
     pub better: Better,
     pub mean: MeanKind,
 }
@@ -64,15 +68,15 @@ pub const fn metric(
     mean: MeanKind,
 ) -> MetricDef {
     MetricDef {
-        name,
-        unit,
+        name: Cow::Borrowed(name),
+        unit: Cow::Borrowed(unit),
         better,
         mean,
     }
 }
 
 /// What one run of a workload measured.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Measurement {
     /// Metric name → value, for the names of [`Workload::metrics`].
     pub metrics: BTreeMap<String, f64>,
@@ -152,7 +156,11 @@ pub const NAMES: &[(&str, &str)] = &[
         "perf-messaging",
         "external: perf bench sched messaging (when installed)",
     ),
+    ("cmd", "any command, with its metric taken from its output"),
 ];
+
+/// Workloads whose parameters are never sweeps (a `cmd` regex may hold commas).
+pub const NOT_SWEPT: &[&str] = &["cmd"];
 
 /// Builds a workload from `name[:key=value...]`. `quick` picks smaller defaults.
 pub fn parse(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
@@ -168,6 +176,7 @@ pub fn parse(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
         "stress-ng-pipe" | "hackbench" | "perf-pipe" | "perf-messaging" => {
             Box::new(external::External::new(name, rest, quick)?)
         }
+        "cmd" => Box::new(cmd::Cmd::new(rest)?),
         _ => bail!(
             "unknown workload {name:?}; workloads: {}",
             NAMES.iter().map(|n| n.0).collect::<Vec<_>>().join(" ")
@@ -185,9 +194,19 @@ pub fn list() -> Result<String> {
     use std::fmt::Write;
     let mut s = String::from(
         "Workloads, as NAME[:key=value...] (parameters shown as key=default). The first metric \
-         is the\nprimary one (progress lines, plots); the table and bench.json have them all.\n",
+         is the\nprimary one (progress lines, plots); the table and bench.json have them all. \
+         One parameter\nmay be a list, a sweep: messaging:groups=1,2,4,8 is one workload per \
+         value. Quote values\nthat hold ':' or ',' in single quotes.\n",
     );
     for (name, what) in NAMES {
+        if *name == "cmd" {
+            writeln!(s, "\n{name:<16} {what}")?;
+            writeln!(s, "  {}", cmd::SYNTAX)?;
+            for k in cmd::KEYS {
+                writeln!(s, "  {:<22} {}", k.name, k.help)?;
+            }
+            continue;
+        }
         let (full, quick) = (parse(name, false)?, parse(name, true)?);
         let (dflt, qdflt) = (full.params(), quick.params());
         writeln!(s, "\n{name:<16} {what}")?;
@@ -261,6 +280,10 @@ mod tests {
         let text = list().unwrap();
         for (name, _) in NAMES {
             assert!(text.contains(&format!("\n{name} ")), "{name}: {text}");
+            if *name == "cmd" {
+                assert!(text.contains("cmd:'COMMAND':metric=REGEX"), "{text}");
+                continue;
+            }
             let w = parse(name, false).unwrap();
             // The defaults that params() reports are exactly keys that a spec may set.
             for k in w.params().keys() {

@@ -28,12 +28,17 @@ pub struct Params {
 }
 
 impl Params {
+    /// Parses `key=value[:key=value...]`; a value may be single-quoted to hold `:` or `,`.
     pub fn parse(spec: &str, allowed: &[Key]) -> Result<Params> {
         let mut kv = BTreeMap::new();
-        for item in spec.split(':').filter(|s| !s.is_empty()) {
+        for item in super::spec::split_outside_quotes(spec, ':')?
+            .iter()
+            .filter(|s| !s.is_empty())
+        {
             let Some((k, v)) = item.split_once('=') else {
                 bail!("expected KEY=VALUE in the workload parameters, got {item:?}");
             };
+            let v = &super::spec::unquote(v);
             if !allowed.iter().any(|a| a.name == k) {
                 bail!(
                     "unknown parameter {k:?}; this workload takes: {}",
@@ -130,5 +135,7 @@ mod tests {
             .to_string();
         assert!(e.contains("bogus") && e.contains("pairs"), "{e}");
         assert!(Params::parse("pairs", &keys).is_err());
+        let q = Params::parse("pin='a:b,c':pairs=3", &keys).unwrap();
+        assert_eq!((q.str("pin", ""), q.u64("pairs", 0).unwrap()), ("a:b,c", 3));
     }
 }
