@@ -17,8 +17,10 @@ pub enum Event {
     Knobs(u64),
     /// ops.exit ran: the scheduler is leaving (see the exit info).
     Exit,
-    /// A CPU went online or offline (the scheduler handles it without a reload).
-    Hotplug,
+    /// A CPU is going online or offline (the scheduler handles it without a reload). The event
+    /// comes from ops.cpu_online / ops.cpu_offline, which may run before the CPU's online bit
+    /// changes.
+    Hotplug { cpu: u32, online: bool },
     /// The listener stopped on an error: no more events will come.
     Lost,
 }
@@ -34,7 +36,10 @@ impl Event {
         match ev.kind {
             bpf_intf::lab_event_kind_LAB_EV_KNOBS => Some(Event::Knobs(ev.seq)),
             bpf_intf::lab_event_kind_LAB_EV_EXIT => Some(Event::Exit),
-            bpf_intf::lab_event_kind_LAB_EV_HOTPLUG => Some(Event::Hotplug),
+            bpf_intf::lab_event_kind_LAB_EV_HOTPLUG => Some(Event::Hotplug {
+                cpu: ev.seq as u32,
+                online: ev.seq >> 32 != 0,
+            }),
             _ => None,
         }
     }

@@ -280,8 +280,14 @@ impl<'a> Scheduler<'a> {
     /// A CPU went online or offline (the scheduler stays loaded): as the kernel's
     /// update_sysctl() does, base_slice_ns is re-derived from the normalized slice for the new
     /// CPU count -- a live write like a CLI's, under the writers' lock, logged as one.
-    fn on_hotplug(&mut self) {
-        let ncpus = crate::topology::online_cpus();
+    fn on_hotplug(&mut self, cpu: u32, online: bool) {
+        // The CPU's online bit may not have changed yet: count it as the event says.
+        let mut cpus = crate::topology::online_cpu_list();
+        cpus.retain(|&c| c != cpu as usize);
+        if online {
+            cpus.push(cpu as usize);
+        }
+        let ncpus = cpus.len().max(1) as u64;
         let write = || -> Result<Option<(u64, u64)>> {
             let _lock = control::WriterLock::acquire(Duration::from_secs(10))?;
             let mut k = control::read_map(&self.skel.maps.lab_knobs)?;
@@ -349,7 +355,7 @@ impl<'a> Scheduler<'a> {
                     }
                 },
                 recv(events) -> ev => match ev {
-                    Ok(Event::Hotplug) => self.on_hotplug(),
+                    Ok(Event::Hotplug { cpu, online }) => self.on_hotplug(cpu, online),
                     Ok(Event::Lost) | Err(_) => {
                         warn!("no scheduler events: checking for its exit every second");
                         events = crossbeam::channel::never();

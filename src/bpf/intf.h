@@ -209,7 +209,7 @@ struct lab_knobs {
 enum lab_event_kind {
 	LAB_EV_KNOBS = 1,	/* a CPU saw a new knobs seq: log the change */
 	LAB_EV_EXIT = 2,	/* ops.exit ran: the scheduler is leaving */
-	LAB_EV_HOTPLUG = 3,	/* a CPU went online or offline: re-derive the base slice */
+	LAB_EV_HOTPLUG = 3,	/* seq: a CPU, bit 32 set when it comes online: re-derive the base slice */
 };
 
 struct lab_event {

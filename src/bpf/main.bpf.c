@@ -733,7 +733,7 @@ void BPF_STRUCT_OPS(lab_cpu_online, s32 cpu)
 {
 	stat_inc(LAB_ST_CPU_ONLINE);
 	lab_rq_set(cpu, LAB_RQ_OFFLINE, 0);
-	lab_announce(LAB_EV_HOTPLUG, cpu);
+	lab_announce(LAB_EV_HOTPLUG, (1ULL << 32) | (u32)cpu);
 }
 
 /* How many entities one ops.cpu_offline moves at most (the rest are finalized by the pick's
