@@ -106,8 +106,6 @@ pub const NEEDS: &[Need] = &[
     op("exit"),
     op("cpu_acquire"),
     op("cpu_release"),
-    op("cpu_online"),
-    op("cpu_offline"),
     need(
         Probe::Kfunc("scx_bpf_pick_idle_cpu"),
         "an idle CPU for tasks moved off a CPU taken by a higher class or going offline",
