@@ -1,4 +1,5 @@
 # Attach, schedule a 30 s stress mix, detach on SIGINT, attach again in the same boot.
+# kernels: all
 . ./lib.sh
 
 start_lab

@@ -1,4 +1,5 @@
 # Bad input and a busy kernel give one clear error line and change nothing.
+# kernels: all
 . ./lib.sh
 
 out=$(scx_eevdf_lab --features NO_SUCH_FLAG 2>&1); rc=$?

@@ -1,6 +1,7 @@
 # CPU hotplug: the kernel asks the scheduler to restart when a CPU goes offline or online; the
 # daemon reloads itself (enable_seq moves), keeps the live feature changes and, like the kernel's
 # update_sysctl(), re-derives base_slice_ns from the normalized slice for the new CPU count.
+# kernels: all
 . ./lib.sh
 
 # wait_reload SEQ EVENT: wait until sched_ext was enabled again since enable_seq SEQ.

@@ -7,8 +7,8 @@
 #  - 20,000 short-lived processes are all forked and reaped (about 4 ms each under emulation:
 #    the 200,000 of a big host's day would take a quarter of an hour per kernel here).
 #  - Afterwards the scheduler is attached and holds about as many tasks as before.
-# The slots are the scheduler's own bookkeeping, the same on every kernel: one kernel runs it.
-# kernels: 7.3
+# The slots are the scheduler's own bookkeeping, the same on every kernel: the primary kernel
+# runs it (see scripts/test).
 # The VM needs about 1 GiB for the threads' kernel stacks (scripts/test boots with 4 GiB).
 . ./lib.sh
 

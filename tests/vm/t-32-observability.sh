@@ -6,6 +6,7 @@
 #  - `--monitor 1` and `monitor --json` work as clients of the running scheduler; an unknown
 #    `--field` is refused;
 #  - `--help-stats` describes every field the monitor reports.
+# kernels: all
 . ./lib.sh
 
 # has TEXT REGEX: TEXT has a line matching the extended REGEX.
