@@ -159,10 +159,7 @@ fn features_help() -> String {
 fn tunables_help() -> String {
     let mut s = String::from("Tunables:\n");
     for t in features::TUNABLES {
-        s.push_str(&format!(
-            "  {:<18} {}..={}  {}\n",
-            t.name, t.min, t.max, t.help
-        ));
+        s.push_str(&format!("  {:<18} {}  {}\n", t.name, t.range(), t.help));
     }
     s
 }
@@ -235,7 +232,7 @@ fn monitor(args: &MonitorArgs) -> Result<()> {
 /// The features and tunables the daemon starts with: defaults (or the kernel's), then options.
 fn start_knobs(args: &DaemonArgs) -> Result<(FeatureSet, Tunables)> {
     let ncpus = online_cpus();
-    let (mut feats, mut tun) = (FeatureSet::defaults(), Tunables::defaults(ncpus));
+    let (mut feats, mut tun) = (FeatureSet::defaults(), kernel::host_defaults(ncpus));
     if args.match_kernel {
         let snap = kernel::KnobSnapshot::read()?;
         let (k, unknown) = snap.feature_set();
@@ -328,7 +325,7 @@ fn cmd_get(name: Option<&str>) -> Result<()> {
     }
     let k = Control::open()?.read()?;
     match name {
-        Some(n) => match k.tunables.get(n) {
+        Some(n) => match k.tunables.show(n) {
             Some(v) => println!("{v}"),
             None => bail!("the running scheduler has no tunable {n:?}"),
         },
@@ -406,7 +403,7 @@ fn cmd_diff_kernel() -> Result<ExitCode> {
     }
     let kt = snap.tunables(online_cpus())?;
     for t in features::TUNABLES {
-        let (a, b) = (ours.tunables.get(t.name), kt.get(t.name));
+        let (a, b) = (ours.tunables.show(t.name), kt.show(t.name));
         if a != b {
             same = false;
             diff_row(t.name, &fmt_opt(a), &fmt_opt(b));
@@ -431,8 +428,8 @@ fn onoff(b: bool) -> &'static str {
     if b { "on" } else { "off" }
 }
 
-fn fmt_opt(v: Option<u64>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+fn fmt_opt(v: Option<String>) -> String {
+    v.unwrap_or_else(|| "-".into())
 }
 
 #[cfg(test)]
@@ -467,7 +464,8 @@ mod tests {
             "bench eevdf:NO_SUCH",
             "bench eevdf:DELAY_WAKE_COLD",
             "bench lab,base_slice_ns=abc",
-            "bench lab,preempt=full",
+            "bench lab,preempt=sometimes",
+            "bench lab,cgroup_mode=smp",
             "bench scx:",
             "bench eevdf eevdf",
             "bench -w nope",

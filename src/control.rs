@@ -45,6 +45,7 @@ impl Knobs {
                 migration_cost_ns: k.migration_cost_ns,
                 nr_migrate: k.nr_migrate,
                 tunable_scaling: k.tunable_scaling,
+                preempt: k.preempt,
             },
         }
     }
@@ -59,6 +60,7 @@ impl Knobs {
         k.migration_cost_ns = self.tunables.migration_cost_ns;
         k.nr_migrate = self.tunables.nr_migrate;
         k.tunable_scaling = self.tunables.tunable_scaling;
+        k.preempt = self.tunables.preempt;
         k
     }
 }

@@ -441,40 +441,80 @@ pub fn scaling_factor(tunable_scaling: u64, ncpus: u64) -> u64 {
     }
 }
 
-/// One tunable: its debugfs name and the values the lab accepts.
+/// One tunable: its debugfs name and the values the lab accepts. A tunable with `choices` takes
+/// one of those words (its value is the word's index), as the kernel's file shows them.
 #[derive(Debug)]
 pub struct Tunable {
     pub name: &'static str,
     pub min: u64,
     pub max: u64,
+    pub choices: &'static [&'static str],
     pub help: &'static str,
 }
+
+impl Tunable {
+    /// `v` as the kernel's file would show it: the number, or the word of a choice.
+    pub fn show(&self, v: u64) -> String {
+        match self.choices.get(v as usize) {
+            Some(w) => (*w).to_string(),
+            None => v.to_string(),
+        }
+    }
+
+    /// The values it accepts, for help and errors.
+    pub fn range(&self) -> String {
+        if self.choices.is_empty() {
+            format!("{}..={}", self.min, self.max)
+        } else {
+            self.choices.join("|")
+        }
+    }
+}
+
+/// The kernel's preemption models (/sys/kernel/debug/sched/preempt), as `preempt`'s values.
+pub const PREEMPT_NONE: u64 = 0;
+pub const PREEMPT_FULL: u64 = 2;
+pub const PREEMPT_LAZY: u64 = 3;
+pub const PREEMPT_CHOICES: &[&str] = &["none", "voluntary", "full", "lazy"];
 
 pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "base_slice_ns",
         min: 100_000,
         max: 100_000_000,
+        choices: &[],
         help: "the request size of a task without a custom slice (0.1 ms to 100 ms)",
     },
     Tunable {
         name: "migration_cost_ns",
         min: 0,
         max: 1_000_000_000,
+        choices: &[],
         help: "a task that ran this recently is cache hot: not pulled, and DELAY_WAKE_COLD spares it",
     },
     Tunable {
         name: "nr_migrate",
         min: 1,
         max: 4096,
+        choices: &[],
         help: "the most tasks one periodic balance pass may move",
     },
     Tunable {
         name: "tunable_scaling",
         min: 0,
         max: 2,
+        choices: &[],
         help: "how base_slice_ns scales with the CPU count: 0 none, 1 log, 2 linear; writing it \
                re-derives the normalized slice from base_slice_ns as the kernel does",
+    },
+    Tunable {
+        name: "preempt",
+        min: PREEMPT_NONE,
+        max: PREEMPT_LAZY,
+        choices: PREEMPT_CHOICES,
+        help: "the preemption model of resched_curr_lazy() (wakeup preemption, update_curr() at \
+               enqueue, the hrtick): lazy defers the switch to the CPU's next tick, the others \
+               switch at once (default: the kernel's current model)",
     },
 ];
 
@@ -492,10 +532,18 @@ pub struct Tunables {
     pub migration_cost_ns: u64,
     pub nr_migrate: u64,
     pub tunable_scaling: u64,
+    /// PREEMPT_NONE..=PREEMPT_LAZY.
+    #[serde(default = "default_preempt")]
+    pub preempt: u64,
+}
+
+fn default_preempt() -> u64 {
+    PREEMPT_FULL
 }
 
 impl Tunables {
-    /// The kernel's boot-time values for `ncpus` online CPUs.
+    /// The kernel's boot-time values for `ncpus` online CPUs (and preempt=full: the kernel's
+    /// model is a boot choice, see kernel::host_defaults()).
     pub fn defaults(ncpus: u64) -> Self {
         let mut t = Tunables {
             base_slice_ns: 0,
@@ -503,6 +551,7 @@ impl Tunables {
             migration_cost_ns: 500_000,
             nr_migrate: 32,
             tunable_scaling: 1,
+            preempt: PREEMPT_FULL,
         };
         t.base_slice_ns = t.derived_base_slice(ncpus);
         t
@@ -526,8 +575,14 @@ impl Tunables {
             "migration_cost_ns" => self.migration_cost_ns,
             "nr_migrate" => self.nr_migrate,
             "tunable_scaling" => self.tunable_scaling,
+            "preempt" => self.preempt,
             _ => return None,
         })
+    }
+
+    /// The value of `name` as the kernel's file shows it (`preempt`'s word).
+    pub fn show(&self, name: &str) -> Option<String> {
+        Some(find_tunable(name)?.show(self.get(name)?))
     }
 
     /// Applies `name=value` assignments, all or nothing. `ncpus` is needed to re-derive the
@@ -543,6 +598,7 @@ impl Tunables {
                     out.tunable_scaling = v;
                     out.normalized_slice_ns = out.derived_normalized_slice(ncpus);
                 }
+                "preempt" => out.preempt = v,
                 _ => unreachable!("parse_assignments only returns table entries"),
             }
         }
@@ -553,7 +609,7 @@ impl Tunables {
     pub fn to_assignments(self) -> Vec<String> {
         TUNABLES
             .iter()
-            .map(|t| format!("{}={}", t.name, self.get(t.name).unwrap_or(0)))
+            .map(|t| format!("{}={}", t.name, t.show(self.get(t.name).unwrap_or(0))))
             .collect()
     }
 }
@@ -578,12 +634,20 @@ pub fn parse_assignments<S: AsRef<str>>(items: &[S]) -> Result<Vec<(&'static Tun
                 tunable_names()
             )));
         };
-        let v: u64 = val.trim().replace('_', "").parse().map_err(|_| {
-            bad_msg(format!(
-                "{}: {val:?} is not a non-negative integer (at most {})",
-                t.name, t.max
-            ))
-        })?;
+        let v: u64 =
+            if t.choices.is_empty() {
+                val.trim().replace('_', "").parse().map_err(|_| {
+                    bad_msg(format!(
+                        "{}: {val:?} is not a non-negative integer (at most {})",
+                        t.name, t.max
+                    ))
+                })?
+            } else {
+                let w = val.trim();
+                t.choices.iter().position(|c| *c == w).ok_or_else(|| {
+                    bad_msg(format!("{}: {w:?} is not one of {}", t.name, t.range()))
+                })? as u64
+            };
         if v < t.min || v > t.max {
             return Err(bad_msg(format!(
                 "{}={v} is out of range: allowed {}..={}",
@@ -613,6 +677,30 @@ mod tests {
         NO_PARANOID_AVG WAKEUP_PREEMPTION HRTICK HRTICK_DL NONTASK_CAPACITY TTWU_QUEUE SIS_UTIL \
         NO_WARN_DOUBLE_CLOCK NO_RT_PUSH_IPI NO_RT_RUNTIME_SHARE NO_LB_MIN ATTACH_AGE_LOAD WA_IDLE \
         WA_WEIGHT WA_BIAS UTIL_EST NO_LATENCY_WARN NI_RANDOM NI_RATE ";
+
+    /// `preempt` takes the kernel's words, shows them back, and refuses anything else.
+    #[test]
+    fn preempt_takes_the_kernels_words() {
+        let t = Tunables::defaults(4);
+        assert_eq!(t.preempt, PREEMPT_FULL);
+        let v = t.apply(&["preempt=voluntary"], 4).unwrap();
+        assert_eq!(PREEMPT_CHOICES[v.preempt as usize], "voluntary");
+        assert_eq!(v.show("preempt").unwrap(), "voluntary");
+        assert!(
+            v.to_assignments()
+                .contains(&"preempt=voluntary".to_string())
+        );
+        let l = v.apply(&["preempt=lazy,nr_migrate=8"], 4).unwrap();
+        assert_eq!((l.preempt, l.nr_migrate), (PREEMPT_LAZY, 8));
+        for bad in ["preempt=3", "preempt=LAZY", "preempt="] {
+            let e = t.apply(&[bad], 4).unwrap_err().to_string();
+            assert!(e.contains("none|voluntary|full|lazy"), "{bad}: {e}");
+        }
+        // A saved report from before the tunable reads as preempt=full.
+        let mut j = serde_json::to_value(t).unwrap();
+        j.as_object_mut().unwrap().remove("preempt");
+        assert_eq!(serde_json::from_value::<Tunables>(j).unwrap(), t);
+    }
 
     #[test]
     fn bits_are_unique_and_dense() {

@@ -152,8 +152,38 @@ impl KnobSnapshot {
         if t.base_slice_ns != t.derived_base_slice(ncpus) {
             t.normalized_slice_ns = t.derived_normalized_slice(ncpus);
         }
+        if let Some(m) = self.preempt()? {
+            t.preempt = m;
+        }
         Ok(t)
     }
+
+    /// The kernel's preemption model (`preempt`'s value), None on a kernel without
+    /// PREEMPT_DYNAMIC (no such file).
+    pub fn preempt(&self) -> Result<Option<u64>> {
+        let Some(raw) = self.files.get("preempt") else {
+            return Ok(None);
+        };
+        let m = selected_choice(raw);
+        match features::PREEMPT_CHOICES.iter().position(|c| *c == m) {
+            Some(i) => Ok(Some(i as u64)),
+            None => bail!("preempt: unexpected content {raw:?}"),
+        }
+    }
+}
+
+/// The tunables a lab starts with when none are given: the kernel's boot-time values for `ncpus`
+/// CPUs, with the kernel's current preemption model where debugfs shows it (a boot choice, like
+/// Debian's preempt=lazy), else preempt=full.
+pub fn host_defaults(ncpus: u64) -> Tunables {
+    let mut t = Tunables::defaults(ncpus);
+    if let Some(m) = KnobSnapshot::read()
+        .ok()
+        .and_then(|s| s.preempt().ok().flatten())
+    {
+        t.preempt = m;
+    }
+    t
 }
 
 /// Our feature set with the kernel's flags taken from a kernel features line (lab knobs keep
@@ -399,6 +429,34 @@ mod tests {
         );
         assert_eq!(KnobSnapshot::read().unwrap(), before);
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The kernel's preemption model becomes the lab's `preempt` (absent: the default).
+    #[test]
+    fn preempt_model_is_read_from_the_snapshot() {
+        let mut snap = KnobSnapshot {
+            features: String::new(),
+            files: [
+                ("base_slice_ns", "2100000"),
+                ("migration_cost_ns", "500000"),
+                ("nr_migrate", "32"),
+                ("tunable_scaling", "1"),
+            ]
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        };
+        assert_eq!(snap.preempt().unwrap(), None);
+        assert_eq!(snap.tunables(4).unwrap().preempt, features::PREEMPT_FULL);
+        snap.files
+            .insert("preempt".into(), "none voluntary full (lazy)".into());
+        assert_eq!(snap.tunables(4).unwrap().preempt, features::PREEMPT_LAZY);
+        assert_eq!(snap.tunables(4).unwrap().show("preempt").unwrap(), "lazy");
+        snap.files
+            .insert("preempt".into(), "(none) voluntary full lazy".into());
+        assert_eq!(snap.preempt().unwrap(), Some(features::PREEMPT_NONE));
+        snap.files.insert("preempt".into(), "sometimes".into());
+        assert!(snap.tunables(4).is_err());
     }
 
     /// put_back() writes only what differs from the snapshot. (The fake features file keeps

@@ -100,6 +100,12 @@ pub struct Metrics {
         desc = "reschedules when a task joined: its update_curr() found the running task's request or protection over"
     )]
     pub preempt_enqueue: u64,
+    #[stat(
+        desc = "reschedules left for the next tick, as resched_curr_lazy() does under preempt=lazy"
+    )]
+    pub preempt_lazy: u64,
+    #[stat(desc = "lazy reschedules carried out at the tick")]
+    pub preempt_lazy_tick: u64,
     #[stat(desc = "wakeup preemption checks that kept the running task")]
     pub wakeup_no_preempt: u64,
     #[stat(desc = "failed wakeup preemptions that shrank the running task's protection")]
@@ -274,6 +280,8 @@ pub const COUNTERS: &[&str] = &[
     "preempt_tick_protect",
     "preempt_hrtick",
     "preempt_enqueue",
+    "preempt_lazy",
+    "preempt_lazy_tick",
     "wakeup_no_preempt",
     "protect_update",
     "deadline_new",
@@ -409,7 +417,7 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "preempt wakeup {} short {} idle {} sync {} | tick: deadline {} protect {} | hrtick {} | enqueue {} | kept {} (protection trimmed {})",
+            "preempt wakeup {} short {} idle {} sync {} | tick: deadline {} protect {} | hrtick {} | enqueue {} | kept {} (protection trimmed {}) | lazy {} (at tick {})",
             self.preempt_wakeup,
             self.preempt_short,
             self.preempt_idle,
@@ -419,7 +427,9 @@ impl Metrics {
             self.preempt_hrtick,
             self.preempt_enqueue,
             self.wakeup_no_preempt,
-            self.protect_update
+            self.protect_update,
+            self.preempt_lazy,
+            self.preempt_lazy_tick
         )?;
         writeln!(
             w,

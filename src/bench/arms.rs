@@ -10,8 +10,9 @@
 //!   runs.
 //!
 //! An eevdf arm may also set the kernel's own knobs that have no lab counterpart
-//! ([`KERNEL_ONLY`]: `preempt=full`, `cgroup_mode=smp`); arms that do not name them run with the
-//! values the kernel had when the bench started.
+//! ([`KERNEL_ONLY`]: `cgroup_mode=smp`); arms that do not name them run with the values the
+//! kernel had when the bench started. `preempt` is a tunable of both: `eevdf,preempt=full` and
+//! `lab,preempt=full` (an arm that does not name it runs with the kernel's model).
 //!
 //! FEATURES are tokens in the kernel's syntax (`NO_DELAY_ZERO`), separated by spaces or `+`;
 //! they apply on top of the kernel's settings when the bench started, so that `eevdf` and `lab`
@@ -45,7 +46,7 @@ pub struct ArmSpec {
 }
 
 /// Kernel debugfs knobs without a lab counterpart that an eevdf arm may set.
-pub const KERNEL_ONLY: &[&str] = &["preempt", "cgroup_mode"];
+pub const KERNEL_ONLY: &[&str] = &["cgroup_mode"];
 
 impl ArmSpec {
     pub fn parse(s: &str) -> Result<ArmSpec> {
@@ -97,8 +98,8 @@ impl ArmSpec {
                 Some((name, value)) if KERNEL_ONLY.contains(&name.trim()) => {
                     if kind != ArmKind::Eevdf {
                         bail!(
-                            "arm {s:?}: {} is a knob of the kernel's EEVDF only (the lab \
-                             preempts at once, like preempt=full, and has no cgroup_mode)",
+                            "arm {s:?}: {} is a knob of the kernel's EEVDF only (the lab has \
+                             no cgroup_mode)",
                             name.trim()
                         );
                     }
@@ -222,15 +223,16 @@ mod tests {
         assert_eq!(b.features, vec!["NO_DELAY_ZERO", "NO_RUN_TO_PARITY"]);
         assert_eq!(b.tunables, vec!["base_slice_ns=3000000"]);
         let k = ArmSpec::parse("eevdf,preempt=full,cgroup_mode=smp,nr_migrate=8").unwrap();
-        assert_eq!(k.tunables, vec!["nr_migrate=8"]);
-        assert_eq!(
-            k.kernel_knobs,
-            vec![
-                ("preempt".into(), "full".into()),
-                ("cgroup_mode".into(), "smp".into())
-            ]
+        assert_eq!(k.tunables, vec!["preempt=full", "nr_migrate=8"]);
+        assert_eq!(k.kernel_knobs, vec![("cgroup_mode".into(), "smp".into())]);
+        assert!(ArmSpec::parse("lab,cgroup_mode=smp").is_err());
+        let l = ArmSpec::parse("lab,preempt=lazy").unwrap();
+        assert_eq!(l.tunables, vec!["preempt=lazy"]);
+        let e = ArmSpec::parse("lab,preempt=sometimes").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("none|voluntary|full|lazy"),
+            "{e:#}"
         );
-        assert!(ArmSpec::parse("lab,preempt=full").is_err());
         assert!(b.needs_root());
         let c = ArmSpec::parse("lab:NO_DELAY_ZERO DELAY_WAKE_COLD").unwrap();
         assert_eq!(c.kind, ArmKind::Lab);

@@ -51,8 +51,8 @@ fn tunables_differ(a: &Tunables, b: &Tunables) -> Vec<String> {
             format!(
                 "{} is {} (asked {})",
                 t.name,
-                a.get(t.name).unwrap_or(0),
-                b.get(t.name).unwrap_or(0)
+                a.show(t.name).unwrap_or_default(),
+                b.show(t.name).unwrap_or_default()
             )
         })
         .collect()
@@ -303,10 +303,15 @@ impl Runner {
         g.set_features(f)?;
         let now = KnobSnapshot::read()?;
         for tun in features::TUNABLES {
-            let want = t.get(tun.name).unwrap_or(0).to_string();
-            if now.files.get(tun.name).map(|s| kernel::selected_choice(s)) != Some(want.clone())
-                && now.files.contains_key(tun.name)
-            {
+            let want = t.show(tun.name).unwrap_or_default();
+            let Some(have) = now.files.get(tun.name) else {
+                // Without PREEMPT_DYNAMIC there is no preempt file: the boot's model stays.
+                if tun.name == "preempt" && t.preempt != features::PREEMPT_FULL {
+                    bail!("this kernel has no preempt knob (no PREEMPT_DYNAMIC)");
+                }
+                continue;
+            };
+            if kernel::selected_choice(have) != want {
                 g.set_file(tun.name, &want)?;
             }
         }

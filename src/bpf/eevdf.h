@@ -38,7 +38,8 @@ struct lab_rq {
 	u8 overloaded;		/* counted in nr_overloaded: two or more runnable (lab_nr_busy()) */
 	u8 released;		/* a higher class (RT, deadline) holds the CPU: ops.cpu_release */
 	u8 offline;		/* the CPU is offline: ops.cpu_offline */
-	u8 pad2[2];
+	u8 lazy;		/* TIF_NEED_RESCHED_LAZY: the next tick reschedules */
+	u8 pad2;
 } __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

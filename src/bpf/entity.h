@@ -133,6 +133,7 @@ struct lab_params {
 	u64 tick_ns;		/* TICK_NSEC */
 	u64 measure_scan;	/* count what a scan of a deadline-sorted DSQ would visit */
 	u64 nr_migrate;		/* sysctl_sched_nr_migrate: tasks one periodic balance may move */
+	u64 preempt;		/* enum lab_preempt_model */
 };
 
 #define sched_feat(p, X) (((p)->features >> LAB_FEAT_##X) & 1)

@@ -22,17 +22,26 @@ struct {
 
 /*
  * hrtick(): the deadline of @key's running entity came; let the pick decide (entity_tick()'s
- * queued path reschedules unconditionally). A timer armed from another CPU (an enqueue there)
+ * queued path reschedules unconditionally, through resched_curr_lazy(): under preempt=lazy a
+ * timer that fires on another CPU leaves the switch to @key's tick; on @key itself the return
+ * from the interrupt acts on it at once). A timer armed from another CPU (an enqueue there)
  * fires where it was armed, so the kick names the CPU explicitly.
  */
 static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
 {
 	s32 cpu = *key;
+	struct lab_rq *rq;
 
 	if (!h->armed)
 		return 0;
 	h->armed = 0;
 	stat_inc(LAB_ST_PREEMPT_HRTICK);
+	if (params_get()->preempt == LAB_PREEMPT_LAZY && cpu != bpf_get_smp_processor_id() &&
+	    (rq = rq_get(cpu))) {
+		WRITE_ONCE(rq->lazy, 1);
+		stat_inc(LAB_ST_PREEMPT_LAZY);
+		return 0;
+	}
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	return 0;
 }

@@ -112,6 +112,8 @@ enum lab_stat {
 	LAB_ST_PREEMPT_HRTICK,		/* the hrtick timer ended a request */
 	LAB_ST_PREEMPT_ENQUEUE,		/* a task joining the queue found curr's request or
 					 * protection over (update_curr() at enqueue) */
+	LAB_ST_PREEMPT_LAZY,		/* reschedules left for the tick (preempt=lazy) */
+	LAB_ST_PREEMPT_LAZY_TICK,	/* lazy reschedules the tick carried out */
 	LAB_ST_WAKEUP_NO_PREEMPT,	/* wakeup preemption checks that kept the running task */
 	LAB_ST_PROTECT_UPDATE,		/* failed wakeup preemption shrank the protection */
 	LAB_ST_DEADLINE_NEW,		/* update_deadline() issued a new request */
@@ -200,6 +202,15 @@ struct lab_knobs {
 	u64 migration_cost_ns;	/* sysctl_sched_migration_cost */
 	u64 nr_migrate;		/* sysctl_sched_nr_migrate */
 	u64 tunable_scaling;	/* sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear */
+	u64 preempt;		/* enum lab_preempt_model: the preemption model resched_curr_lazy() follows */
+};
+
+/* The kernel's preemption models (/sys/kernel/debug/sched/preempt), in its order. */
+enum lab_preempt_model {
+	LAB_PREEMPT_NONE = 0,
+	LAB_PREEMPT_VOLUNTARY = 1,
+	LAB_PREEMPT_FULL = 2,
+	LAB_PREEMPT_LAZY = 3,
 };
 
 /*

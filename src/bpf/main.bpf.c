@@ -13,6 +13,7 @@
  *   enqueue_task_fair()             ops.enqueue: join the queue and the scheduler's custody,
  *                                   then wakeup_preempt_fair(); a wakee that wins the pick is
  *                                   inserted with SCX_ENQ_PREEMPT, other preemptions kick
+ *                                   (preempt=lazy: both wait for the next tick)
  *   pick_task_fair()                ops.dispatch: pick, then insert that one task into the CPU's
  *                                   local DSQ (or keep prev running by refilling its slice)
  *   set_next_task_fair()            ops.running
@@ -261,6 +262,7 @@ static __always_inline const struct lab_params *params_get(void)
 		pc->params.normalized_slice = k->normalized_slice_ns;
 		pc->params.migration_cost = k->migration_cost_ns;
 		pc->params.nr_migrate = k->nr_migrate;
+		pc->params.preempt = k->preempt;
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
 		pc->params.measure_scan = measure_scan;
@@ -358,8 +360,9 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
  * scheduler's custody -- then wakeup_preempt_fair() (or prio_changed_fair()'s check) against
  * the running task, all under one lock (lab_enqueue_task()). A known pick is inserted at once:
  * a wakee that won the pick preempts with SCX_ENQ_PREEMPT, the pick of a queue with no running
- * task goes to the local DSQ. Differs: other preemptions are a kick of the CPU, like
- * preempt=full.
+ * task goes to the local DSQ. Other preemptions are a kick of the CPU (the kernel's resched_curr(),
+ * whose effect on a task in the kernel follows the boot's model). Under the tunable preempt=lazy
+ * both wait for the CPU's next tick instead (resched_curr_lazy()).
  */
 void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 {
@@ -627,8 +630,11 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);
 	resched = lab_tick_account(cpu, p->se.sum_exec_runtime, p->pid, now);
 	if (resched) {
-		stat_inc(resched == LAB_RESCHED_DEADLINE ? LAB_ST_PREEMPT_TICK_DEADLINE :
-							 LAB_ST_PREEMPT_TICK_PROTECT);
+		if (resched == LAB_RESCHED_LAZY)
+			stat_inc(LAB_ST_PREEMPT_LAZY_TICK);
+		else
+			stat_inc(resched == LAB_RESCHED_DEADLINE ? LAB_ST_PREEMPT_TICK_DEADLINE :
+								 LAB_ST_PREEMPT_TICK_PROTECT);
 		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */
 		scx_bpf_task_set_slice(p, 0);
 	}

@@ -354,6 +354,17 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		rq_set_pending(rq, se, n);
 		ret = LAB_ENQ_INSERT;
 	}
+	/* resched_curr_lazy() under preempt=lazy: TIF_NEED_RESCHED_LAZY, which the target's next
+	 * return to user mode or its next tick acts on. On this CPU that return is at hand (the
+	 * waker's syscall or the interrupt ends), so the switch is at once, as before; another
+	 * CPU's task waits for its tick (its own returns to user have no sched_ext hook). A wakee
+	 * that won the pick waits in the local DSQ meanwhile. */
+	if ((ret == LAB_ENQ_KICK || ret == LAB_ENQ_PREEMPT) && params->preempt == LAB_PREEMPT_LAZY &&
+	    cpu != bpf_get_smp_processor_id()) {
+		rq->lazy = 1;
+		lab_count(st, LAB_ST_PREEMPT_LAZY);
+		ret = ret == LAB_ENQ_PREEMPT ? LAB_ENQ_INSERT : 0;
+	}
 	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
 		lab_se_t *curr = SE(pool, rq->cfs.curr);
 
@@ -558,6 +569,7 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 		se->custody = 0;
 		se->exec_snap = sum_exec;
 		rq->kicked = hrtick_ns == LAB_SET_NEXT_REPICK;
+		rq->lazy = 0;	/* __schedule() clears both need-resched bits */
 		/* hrtick_start_fair(): only when there is someone to switch to. */
 		if (!hrtick_ns && sched_feat(params, HRTICK) && rq->cfs.nr_queued > 1)
 			hrtick_ns = (long)lab_max_u64(hrtick_delay_ns(se), 1);
@@ -648,7 +660,11 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 n
 	return 0;
 }
 
-/* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason. */
+/* lab_tick_account()'s reason when only a lazy reschedule was pending. */
+#define LAB_RESCHED_LAZY	100
+
+/* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason, or
+ * LAB_RESCHED_LAZY for the pending lazy one that sched_tick() upgrades. */
 __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 {
 	const struct lab_params *params = params_get();
@@ -663,6 +679,9 @@ __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 	rq_load_touch(rq, pool, now);
 	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
 	resched = account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
+	if (!resched && rq->lazy)
+		resched = LAB_RESCHED_LAZY;
+	rq->lazy = 0;
 	if (resched)
 		rq->kicked = 1;
 	bpf_spin_unlock(&rq->lock);

@@ -158,6 +158,7 @@ fn params(features: u64) -> lab_params {
         tick_ns: TICK,
         measure_scan: 1,
         nr_migrate: 32,
+        preempt: 2,
     }
 }
 
