@@ -131,6 +131,15 @@ impl ArmSpec {
         }
     }
 
+    /// Whether two arms run the same scheduler: the kernel's EEVDF, the lab, or one sched_ext
+    /// binary (two scx arms of different binaries are different schedulers).
+    pub fn same_scheduler(&self, other: &ArmSpec) -> bool {
+        match (&self.kind, &other.kind) {
+            (ArmKind::Scx { path: a, .. }, ArmKind::Scx { path: b, .. }) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+
     /// True when running this arm changes a kernel or scheduler setting (needs root).
     pub fn needs_root(&self) -> bool {
         self.kind != ArmKind::Eevdf

@@ -91,6 +91,7 @@ rc=$?
 [ $rc -eq 1 ] || { tail -n 20 /tmp/b6.err; fail "a session with a failed arm exited with $rc (want 1)"; }
 v=$(scx_eevdf_lab bench --validate /tmp/b6/bench.json) || fail "failed arm: $v"
 echo "$v" | grep -q "(4 valid measured)" || { grep -A3 "Invalid runs" /tmp/b6.out; fail "failed arm: the other arms did not complete: $v"; }
+echo "$v" | grep -q "2 comparisons" || fail "the scx:PATH arm is not compared with eevdf: $v"
 check "the report names the scx:PATH arm" grep -q "scx:/lab/bin/scx_eevdf_lab" /tmp/b6.out
 grep -q "^Arm scx:/bin/false FAILED after 0 of its rounds" /tmp/b6.out || fail "the table does not report the failed arm: $(tail -n 5 /tmp/b6.out)"
 grep -q '"arm": "scx:/bin/false"' /tmp/b6/bench.json || fail "bench.json does not list the failed arm"

@@ -83,8 +83,9 @@ pub struct FidelityRow {
     pub verdict: String,
 }
 
-/// The (base, arm, is A/A) pairs to compare: each arm against the first arm of its own kind,
-/// the first arm of each kind against the session's first arm, the A/A copy against its original.
+/// The (base, arm, is A/A) pairs to compare: each arm against the first arm of its own scheduler,
+/// the first arm of each scheduler against the session's first arm, the A/A copy against its
+/// original.
 pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<Pair> {
     let mut out = Vec::new();
     for i in 1..arms.len() {
@@ -93,7 +94,7 @@ pub fn pairs(arms: &[Arm], aa: Option<usize>) -> Vec<Pair> {
             continue;
         }
         let base = (0..i)
-            .find(|&j| Some(j) != aa && arms[j].spec.kind_name() == arms[i].spec.kind_name())
+            .find(|&j| Some(j) != aa && arms[j].spec.same_scheduler(&arms[i].spec))
             .unwrap_or(0);
         out.push(Pair::new(base, i, false));
     }
@@ -414,5 +415,13 @@ mod tests {
             .map(|p| (p.base, p.arm, p.is_aa))
             .collect();
         assert_eq!(p, vec![(0, 1, false), (0, 2, false), (2, 3, false)]);
+        // Two sched_ext binaries are two schedulers: each is compared with the first arm; two
+        // arms of one binary with each other.
+        let arms: Vec<Arm> = ["eevdf", "scx:/bin/false", "scx:/x/flash", "scx:/x/flash -a"]
+            .iter()
+            .map(|s| Arm::resolve(ArmSpec::parse(s).unwrap(), &base, 4).unwrap())
+            .collect();
+        let p: Vec<(usize, usize)> = pairs(&arms, None).iter().map(|p| (p.base, p.arm)).collect();
+        assert_eq!(p, vec![(0, 1), (0, 2), (2, 3)]);
     }
 }
