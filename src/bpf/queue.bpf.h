@@ -265,6 +265,7 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	const struct lab_params *params = params_get();
 	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row(), now = scx_bpf_now();
+	s32 this_cpu = bpf_get_smp_processor_id();
 	struct lab_wakeup wk = {};
 	struct lab_rq *rq;
 	lab_se_t *se;
@@ -360,7 +361,7 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	 * CPU's task waits for its tick (its own returns to user have no sched_ext hook). A wakee
 	 * that won the pick waits in the local DSQ meanwhile. */
 	if ((ret == LAB_ENQ_KICK || ret == LAB_ENQ_PREEMPT) && params->preempt == LAB_PREEMPT_LAZY &&
-	    cpu != bpf_get_smp_processor_id()) {
+	    cpu != this_cpu) {
 		rq->lazy = 1;
 		lab_count(st, LAB_ST_PREEMPT_LAZY);
 		ret = ret == LAB_ENQ_PREEMPT ? LAB_ENQ_INSERT : 0;
