@@ -630,9 +630,10 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);
 	resched = lab_tick_account(cpu, p->se.sum_exec_runtime, p->pid, now);
 	if (resched) {
-		if (resched == LAB_RESCHED_LAZY)
+		if (resched & LAB_RESCHED_LAZY)
 			stat_inc(LAB_ST_PREEMPT_LAZY_TICK);
-		else
+		resched &= ~LAB_RESCHED_LAZY;
+		if (resched)
 			stat_inc(resched == LAB_RESCHED_DEADLINE ? LAB_ST_PREEMPT_TICK_DEADLINE :
 								 LAB_ST_PREEMPT_TICK_PROTECT);
 		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */

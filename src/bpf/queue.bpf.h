@@ -661,11 +661,11 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 n
 	return 0;
 }
 
-/* lab_tick_account()'s reason when only a lazy reschedule was pending. */
-#define LAB_RESCHED_LAZY	100
+/* Or'ed into lab_tick_account()'s result: a lazy reschedule was pending. */
+#define LAB_RESCHED_LAZY	0x100
 
-/* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason, or
- * LAB_RESCHED_LAZY for the pending lazy one that sched_tick() upgrades. */
+/* task_tick_fair(): account the running entity; returns update_curr()'s reschedule reason, with
+ * LAB_RESCHED_LAZY when a lazy one was pending (sched_tick() upgrades it: the switch is now). */
 __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 {
 	const struct lab_params *params = params_get();
@@ -680,8 +680,8 @@ __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 	rq_load_touch(rq, pool, now);
 	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
 	resched = account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
-	if (!resched && rq->lazy)
-		resched = LAB_RESCHED_LAZY;
+	if (rq->lazy)
+		resched |= LAB_RESCHED_LAZY;
 	rq->lazy = 0;
 	if (resched)
 		rq->kicked = 1;
