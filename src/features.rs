@@ -461,6 +461,14 @@ impl Tunable {
         }
     }
 
+    /// The value of the choice `word` (the kernel's spelling), None for any other word.
+    pub fn choice(&self, word: &str) -> Option<u64> {
+        self.choices
+            .iter()
+            .position(|c| *c == word)
+            .map(|i| i as u64)
+    }
+
     /// The values it accepts, for help and errors.
     pub fn range(&self) -> String {
         if self.choices.is_empty() {
@@ -634,20 +642,18 @@ pub fn parse_assignments<S: AsRef<str>>(items: &[S]) -> Result<Vec<(&'static Tun
                 tunable_names()
             )));
         };
-        let v: u64 =
-            if t.choices.is_empty() {
-                val.trim().replace('_', "").parse().map_err(|_| {
-                    bad_msg(format!(
-                        "{}: {val:?} is not a non-negative integer (at most {})",
-                        t.name, t.max
-                    ))
-                })?
-            } else {
-                let w = val.trim();
-                t.choices.iter().position(|c| *c == w).ok_or_else(|| {
-                    bad_msg(format!("{}: {w:?} is not one of {}", t.name, t.range()))
-                })? as u64
-            };
+        let v: u64 = if t.choices.is_empty() {
+            val.trim().replace('_', "").parse().map_err(|_| {
+                bad_msg(format!(
+                    "{}: {val:?} is not a non-negative integer (at most {})",
+                    t.name, t.max
+                ))
+            })?
+        } else {
+            let w = val.trim();
+            t.choice(w)
+                .ok_or_else(|| bad_msg(format!("{}: {w:?} is not one of {}", t.name, t.range())))?
+        };
         if v < t.min || v > t.max {
             return Err(bad_msg(format!(
                 "{}={v} is out of range: allowed {}..={}",

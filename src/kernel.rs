@@ -164,9 +164,9 @@ impl KnobSnapshot {
         let Some(raw) = self.files.get("preempt") else {
             return Ok(None);
         };
-        let m = selected_choice(raw);
-        match features::PREEMPT_CHOICES.iter().position(|c| *c == m) {
-            Some(i) => Ok(Some(i as u64)),
+        let t = features::find_tunable("preempt").context("no preempt tunable")?;
+        match t.choice(&selected_choice(raw)) {
+            Some(v) => Ok(Some(v)),
             None => bail!("preempt: unexpected content {raw:?}"),
         }
     }

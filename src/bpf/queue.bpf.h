@@ -265,13 +265,12 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	const struct lab_params *params = params_get();
 	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row(), now = scx_bpf_now();
-	s32 this_cpu = bpf_get_smp_processor_id();
 	struct lab_wakeup wk = {};
 	struct lab_rq *rq;
 	lab_se_t *se;
 	struct rq *krq;
 	long ret = 0;
-	bool joined = true;
+	bool joined = true, lazy;
 	u32 n;
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
@@ -296,6 +295,9 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	wk.rq_selected = wk_bits & LAB_WK_SELECTED;
 	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
 	wk.wakee_normal = wk_bits & LAB_WK_NORMAL;
+	/* Under preempt=lazy a reschedule of another CPU's task waits for its tick (below); read
+	 * before the lock, which allows no helper calls. */
+	lazy = params->preempt == LAB_PREEMPT_LAZY && cpu != bpf_get_smp_processor_id();
 	krq = krq_of(cpu);
 
 	bpf_spin_lock(&rq->lock);
@@ -360,8 +362,7 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	 * waker's syscall or the interrupt ends), so the switch is at once, as before; another
 	 * CPU's task waits for its tick (its own returns to user have no sched_ext hook). A wakee
 	 * that won the pick waits in the local DSQ meanwhile. */
-	if ((ret == LAB_ENQ_KICK || ret == LAB_ENQ_PREEMPT) && params->preempt == LAB_PREEMPT_LAZY &&
-	    cpu != this_cpu) {
+	if (lazy && (ret == LAB_ENQ_KICK || ret == LAB_ENQ_PREEMPT)) {
 		rq->lazy = 1;
 		lab_count(st, LAB_ST_PREEMPT_LAZY);
 		ret = ret == LAB_ENQ_PREEMPT ? LAB_ENQ_INSERT : 0;

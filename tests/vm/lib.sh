@@ -49,6 +49,9 @@ stop_lab() {
 	wait_state disabled 50 || fail "state is $(scx_state) after the daemon exited"
 }
 
+# has TEXT REGEX: TEXT has a line matching the extended REGEX.
+has() { echo "$1" | grep -Eq -- "$2"; }
+
 lab_attached() { [ "$(scx_state)" = enabled ] && kill -0 "$LAB_PID" 2>/dev/null; }
 
 # A stressor mix that exercises wakeups, forks, pipes and affinity changes.

@@ -11,7 +11,6 @@
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched
-has() { echo "$1" | grep -q -- "$2"; } # has TEXT REGEX
 kernel_model=$(sed 's/.*(\(.*\)).*/\1/' $DBG/preempt)
 note "kernel: $(cat $DBG/preempt)"
 
@@ -19,7 +18,7 @@ start_lab
 check "the lab starts with the kernel's model ($kernel_model)" [ "$(scx_eevdf_lab get preempt)" = "$kernel_model" ]
 err=$(scx_eevdf_lab set preempt=sometimes 2>&1); rc=$?
 check "a bad model is refused with exit 2" [ $rc -eq 2 ]
-check "the error lists the models" has "$err" 'none|voluntary|full|lazy'
+check "the error lists the models" has "$err" 'none[|]voluntary[|]full[|]lazy'
 check "nothing changed" [ "$(scx_eevdf_lab get preempt)" = "$kernel_model" ]
 other=full; [ "$kernel_model" = full ] && other=lazy
 scx_eevdf_lab set preempt=$other >/dev/null 2>&1 || fail "set preempt=$other failed"

@@ -9,9 +9,6 @@
 # kernels: all
 . ./lib.sh
 
-# has TEXT REGEX: TEXT has a line matching the extended REGEX.
-has() { echo "$1" | grep -Eq "$2"; }
-
 DBG=/sys/kernel/debug/sched
 slice0=$(cat $DBG/base_slice_ns)
 restore_kernel() { echo DELAY_ZERO >$DBG/features; echo "$slice0" >$DBG/base_slice_ns; }
