@@ -176,7 +176,9 @@ pub static FEATURES: &[Feature] = &[
         SIS_UTIL,
         true,
         true,
-        Approx("the scan limit comes from the lab's own utilisation averages"),
+        Approx(
+            "the scan limit comes from PELT kept as the kernel's on the lab's own queues and clock (no frequency or capacity invariance), summed at the lab's tick instead of the LLC's load balance"
+        ),
         "limit the idle-CPU scan by the LLC's utilisation"
     ),
     feat!(
@@ -211,7 +213,9 @@ pub static FEATURES: &[Feature] = &[
         ATTACH_AGE_LOAD,
         true,
         true,
-        Inert("the kernel's PELT"),
+        Inert(
+            "the age of a task's load when it switches into the fair class; lab tasks start from the averages the kernel kept for them"
+        ),
         "age PELT load on attach"
     ),
     feat!(
@@ -225,7 +229,9 @@ pub static FEATURES: &[Feature] = &[
         WA_WEIGHT,
         true,
         true,
-        Approx("loads are the lab's own PELT-like averages"),
+        Approx(
+            "loads are PELT kept as the kernel's on the lab's own queues and clock (no frequency or capacity invariance)"
+        ),
         "wake-affine: compare the waker's and previous CPU's loads"
     ),
     feat!(
@@ -235,13 +241,7 @@ pub static FEATURES: &[Feature] = &[
         Exact,
         "wake-affine: bias the load comparison by imbalance_pct"
     ),
-    feat!(
-        UTIL_EST,
-        true,
-        true,
-        Inert("utilisation estimates feed cpufreq, not EEVDF"),
-        "estimated utilisation"
-    ),
+    feat!(UTIL_EST, true, true, Exact, "estimated utilisation"),
     feat!(
         LATENCY_WARN,
         false,

@@ -27,6 +27,14 @@ pub struct CpuQueue {
     pub nr_delayed: u64,
     #[stat(desc = "sum of the queued weights outside the running entity (nice 0 = 1024)")]
     pub sum_weight: u64,
+    #[stat(desc = "PELT load average (cpu_load(): queued weight, decayed)")]
+    pub load_avg: u64,
+    #[stat(desc = "PELT runnable average (runnable entities x 1024, decayed)")]
+    pub runnable_avg: u64,
+    #[stat(desc = "PELT utilisation average (0..1024)")]
+    pub util_avg: u64,
+    #[stat(desc = "sum of the queued tasks' estimated utilisation (UTIL_EST)")]
+    pub util_est: u64,
 }
 
 /// Everything the scheduler counts, as a delta over the sampling interval (the first sample a
@@ -212,6 +220,14 @@ pub struct Metrics {
     pub pull_refused_load: u64,
     #[stat(desc = "pull candidates with migration disabled")]
     pub pull_refused_pinned: u64,
+    #[stat(desc = "PELT: entities whose load averages joined a queue's (new or migrated)")]
+    pub pelt_attach: u64,
+    #[stat(desc = "PELT: entities whose averages left a queue with a pull (detach)")]
+    pub pelt_detach: u64,
+    #[stat(desc = "PELT: entities whose averages left a queue after a sleep (removed sums)")]
+    pub pelt_remove: u64,
+    #[stat(desc = "PELT: blocked-average updates of an idle CPU's queue")]
+    pub pelt_blocked: u64,
     #[stat(
         desc = "entities a first-eligible scan of a deadline-sorted DSQ would visit (--measure-scan)"
     )]
@@ -335,6 +351,10 @@ pub const COUNTERS: &[&str] = &[
     "pull_refused_hot",
     "pull_refused_load",
     "pull_refused_pinned",
+    "pelt_attach",
+    "pelt_detach",
+    "pelt_remove",
+    "pelt_blocked",
     "dsq_scan_nodes",
     "dsq_scan_len_1",
     "dsq_scan_len_2",
@@ -509,6 +529,11 @@ impl Metrics {
             self.pull_refused_load,
             self.pull_refused_pinned
         )?;
+        writeln!(
+            w,
+            "pelt    attach {} detach {} remove {} blocked {}",
+            self.pelt_attach, self.pelt_detach, self.pelt_remove, self.pelt_blocked
+        )?;
         if self.dsq_scan_len_1
             + self.dsq_scan_len_2
             + self.dsq_scan_len_4
@@ -545,8 +570,15 @@ impl Metrics {
         for (cpu, q) in &self.cpus {
             writeln!(
                 w,
-                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}",
-                q.avg_vruntime, q.nr_queued, q.nr_delayed, q.sum_weight
+                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}  load {:>6}  runnable {:>5}  util {:>4}  util_est {:>4}",
+                q.avg_vruntime,
+                q.nr_queued,
+                q.nr_delayed,
+                q.sum_weight,
+                q.load_avg,
+                q.runnable_avg,
+                q.util_avg,
+                q.util_est
             )?;
         }
         Ok(())
@@ -566,6 +598,10 @@ pub fn queue_state(cfs: &ffi::lab_cfs, curr: Option<&ffi::lab_se>) -> CpuQueue {
         nr_queued: cfs.nr_queued as u64,
         nr_delayed: cfs.nr_delayed as u64,
         sum_weight: cfs.sum_weight,
+        load_avg: cfs.avg.load_avg,
+        runnable_avg: cfs.avg.runnable_avg,
+        util_avg: cfs.avg.util_avg,
+        util_est: cfs.avg.util_est as u64,
     }
 }
 

@@ -190,10 +190,11 @@ __noinline int lab_detach(u32 n, s32 src, u64 now)
 	se = SE(pool, n);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == src && se->custody && !se->running && !se->delayed) {
-		rq_load_touch(rq, pool, now);
+		pelt_clock(rq, now);
 		if (account_remote(&rq->cfs, pool, krq, params, st) && resched_curr_lazy(rq, st))
 			ret |= LAB_DETACH_RESCHED;
-		dequeue_entity(&rq->cfs, pool, n, 0, params, st);
+		util_est_dequeue_task(&rq->cfs, se, params);
+		dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_MIGRATE, params, st);
 		se->custody = 0;
 		se->cpu = -1;
 		ret |= LAB_DETACH_OK;
@@ -288,6 +289,7 @@ static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq)
 	}
 	params = params_get();
 	now = scx_bpf_now();
+	lab_update_blocked(cpu, now);
 	if (!rq->ni.stamp)
 		newidle_init(&rq->ni, now);
 	run = newidle_should_run(&rq->ni, bpf_get_prandom_u32(), sched_feat(params, NI_RANDOM));
@@ -375,6 +377,40 @@ static bool detach_tasks(s32 dst, s32 src, struct lab_rq *rq, struct lab_rq *srq
 			break;
 	}
 	return moved;
+}
+
+/* When the blocked averages of the idle CPUs were last brought up to date (ns). */
+u64 nohz_next_blocked;
+
+/* The queue of @cpu holds load history that still decays: has_blocked_load. */
+static __always_inline bool rq_has_blocked(struct lab_rq *rq)
+{
+	return READ_ONCE(rq->cfs.avg.load_avg) || READ_ONCE(rq->cfs.avg.util_avg) ||
+	       READ_ONCE(rq->cfs.avg.runnable_avg);
+}
+
+/*
+ * Mirrors the NOHZ_STATS_KICK part of nohz_idle_balance() (update_nohz_stats()), run from a
+ * busy CPU's tick: every LOAD_AVG_PERIOD ms, the blocked averages of the CPUs that run none of
+ * our tasks decay to now, so that an idle CPU's load and utilisation do not stay at what they
+ * were when it went idle (cpu_load(), SIS_UTIL's sum). One CPU wins the turn. Differs: from the
+ * tick of the winner itself, not from an idle CPU that the kick wakes.
+ */
+static void nohz_update_blocked(u64 now)
+{
+	u64 next = READ_ONCE(nohz_next_blocked);
+	s32 cpu, nr = topo.nr_cpus;
+
+	if ((s64)(now - next) < 0 ||
+	    __sync_val_compare_and_swap(&nohz_next_blocked, next,
+					now + LAB_LOAD_AVG_PERIOD * 1000000ULL) != next)
+		return;
+	bpf_for(cpu, 0, nr) {
+		struct lab_rq *rq = rq_get(cpu);
+
+		if (rq && !READ_ONCE(rq->cfs.curr) && rq_has_blocked(rq))
+			lab_update_blocked(cpu, now);
+	}
 }
 
 /*

@@ -79,7 +79,7 @@ void BPF_STRUCT_OPS(lab_cpu_offline, s32 cpu)
 		if (!n)
 			break;
 		t = slot_task(n);
-		lab_leave(n, scx_bpf_now());
+		lab_leave(n, scx_bpf_now(), !SE(pool_get(), n)->delayed);
 		if (!t)
 			continue;
 		dst = scx_bpf_pick_idle_cpu(t->cpus_ptr, 0);

@@ -8,7 +8,8 @@
  *   rbtree.h        the deadline-ordered augmented tree
  *   runqueue.h      enqueue, dequeue, delayed dequeue, update_curr(), protection, reweight, yield
  *   pick.h          pick_eevdf(), pick_next_entity(), wakeup_preempt_fair()
- *   load.h          the load signals and the wake-affine / SIS_UTIL / newidle arithmetic
+ *   pelt.h          the load signals (PELT), with the kernel's arithmetic
+ *   load.h          the wake-affine / SIS_UTIL / newidle arithmetic
  *
  * Nothing here calls a BPF helper: main.bpf.c includes it, and so does the host test library
  * (src/bpf/host.c), where cargo test checks every function. Each function is named after the
@@ -26,8 +27,6 @@ struct lab_rq {
 	struct bpf_spin_lock lock;
 	u32 kicked;		/* a reschedule we asked for is pending (need_resched) */
 	struct lab_cfs cfs;
-	struct lab_pelt load;	/* cpu_load(): queued weight, ghosts included */
-	struct lab_pelt util;	/* utilisation: time running one of our tasks, 0..1024 */
 	struct lab_newidle ni;
 	u32 nr_balance_failed;	/* periodic pulls refused in a row (hot or ineligible tasks) */
 	/* The pick inserted into the CPU's local DSQ that has not started running yet (0: none):

@@ -22,6 +22,7 @@
 #define LAB_NOINLINE static
 /* A bounded loop: bpf_for() in BPF, a plain for loop on the host. */
 #define lab_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 #else
 #define LAB_INLINE static __always_inline
 #define LAB_NOINLINE static __noinline
@@ -39,6 +40,32 @@
 #define LAB_MAX_CUSTOM_SLICE	100000000ULL
 /* An RB tree of n < 2^32 nodes is at most 64 levels deep: the bound of every tree walk. */
 #define LAB_TREE_MAX_DEPTH	64
+
+/* ---------------------------------------------------------------------------------------------
+ * The load signals (struct sched_avg, pelt.h): an entity's and a queue's. Times are the lab's
+ * clock in ns; sums count 1024 ns units, as the kernel's.
+ */
+struct lab_sched_avg {
+	u64 last_update_time;	/* 0: not attached to a queue (new, or migrating) */
+	u64 load_sum;
+	u64 runnable_sum;
+	u32 util_sum;
+	u32 period_contrib;	/* units of the current period already accumulated */
+	u64 load_avg;
+	u64 runnable_avg;
+	u64 util_avg;
+	u32 util_est;		/* a task's EWMA (| UTIL_AVG_UNCHANGED); a queue's enqueued sum */
+	u32 pad;
+};
+
+/* What departed entities took from a queue's averages, added without its lock
+ * (cfs_rq->removed); the next update_cfs_rq_load_avg() of the queue takes it off. */
+struct lab_removed {
+	u64 nr;
+	u64 load_avg;
+	u64 util_avg;
+	u64 runnable_avg;
+};
 
 /* ---------------------------------------------------------------------------------------------
  * The scheduling entity (struct sched_entity) and the runqueue (struct cfs_rq).
@@ -70,8 +97,10 @@ struct lab_se {
 	u8 picked;		/* dispatched by a pick: the next ops.running is set_next_entity(first) */
 	u8 migrated;		/* moved queues and not run since: task_hot() finds it cold (the
 				 * kernel zeroes exec_start on ENQUEUE_MIGRATED) */
+	u8 post_init;		/* forked: post_init_entity_util_avg() at its first enqueue */
 	u64 exec_snap;		/* the task's sum_exec_runtime already charged to vruntime */
 	u64 last_ran;		/* when it last stopped running (task_hot()) */
+	struct lab_sched_avg avg;	/* se->avg */
 };
 
 /*
@@ -91,14 +120,21 @@ struct lab_se {
 #define __lab_arena		__attribute__((address_space(1)))
 #endif
 
+/* The pool is arena memory; an entity taken from it (SE()) is a plain pointer: the compiler casts
+ * its address once, into the kernel's view of the arena, where every access then goes. In BPF
+ * the pool is the arena's array of entities itself (a struct around LAB_MAX_SLOTS of them would
+ * not fit BTF's 32-bit member offsets). */
+typedef struct lab_se lab_se_t;
+#ifdef LAB_HOST
 struct lab_pool {
 	struct lab_se se[LAB_POOL_SLOTS];
 };
-
-/* The pool is arena memory; an entity taken from it (SE()) is a plain pointer: the compiler casts
- * its address once, into the kernel's view of the arena, where every access then goes. */
-typedef struct lab_se lab_se_t;
-typedef struct lab_pool __lab_arena lab_pool_t;
+typedef struct lab_pool lab_pool_t;
+#define SE(pool, i) ((lab_se_t *)&(pool)->se[(i) & LAB_SLOT_MASK])
+#else
+typedef struct lab_se __lab_arena lab_pool_t;
+#define SE(pool, i) ((lab_se_t *)&(pool)[(i) & LAB_SLOT_MASK])
+#endif
 
 struct lab_cfs {
 	u32 root;		/* tree of queued entities other than curr, ordered by deadline */
@@ -111,10 +147,12 @@ struct lab_cfs {
 	s64 sum_w_vruntime;	/* sum over the tree of (v_i - v0) * w_i' */
 	u64 sum_weight;		/* sum over the tree of w_i' */
 	u64 nr_overflow;	/* times a sum overflowed (the kernel WARNs) */
+	u64 load_weight;	/* cfs_rq->load.weight: every queued entity, curr and ghosts too */
+	u64 clock_pelt;		/* the time of the operation in progress (set under the lock) */
+	struct lab_sched_avg avg;	/* cfs_rq->avg */
+	struct lab_removed removed;	/* cfs_rq->removed */
 };
 
-
-#define SE(pool, i) ((lab_se_t *)&(pool)->se[(i) & LAB_SLOT_MASK])
 
 LAB_INLINE u64 lab_min_u64(u64 a, u64 b) { return a < b ? a : b; }
 LAB_INLINE u64 lab_max_u64(u64 a, u64 b) { return a > b ? a : b; }

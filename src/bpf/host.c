@@ -56,7 +56,7 @@ void host_requeue_delayed_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32
 void host_set_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, bool first,
 			  const struct lab_params *p)
 {
-	set_next_entity(cfs, pool, n, first, p);
+	set_next_entity(cfs, pool, n, first, p, NULL);
 }
 void host_put_prev_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, const struct lab_params *p,
 			  u64 *st)
@@ -98,7 +98,29 @@ bool host_entity_eligible(struct lab_cfs *cfs, struct lab_pool *pool, u32 n)
 }
 u64 host_cfs_min_slice(struct lab_cfs *cfs, struct lab_pool *pool) { return cfs_min_slice(cfs, pool); }
 u64 host_cfs_max_slice(struct lab_cfs *cfs, struct lab_pool *pool) { return cfs_max_slice(cfs, pool); }
-void host_pelt_update(struct lab_pelt *s, u64 now, u64 value) { pelt_update(s, now, value); }
+u32 host_pelt_yN_inv(u32 n) { return lab_runnable_avg_yN_inv[n & (LAB_LOAD_AVG_PERIOD - 1)]; }
+u64 host_decay_load(u64 val, u64 n) { return decay_load(val, n); }
+bool host_update_load_sum(u64 now, struct lab_sched_avg *sa, u64 load, u64 runnable, int running)
+{
+	return update_load_sum(now, sa, load, runnable, running);
+}
+void host_update_load_avg_sa(struct lab_sched_avg *sa, u64 load) { update_load_avg_sa(sa, load); }
+bool host_update_load_avg(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, int flags, u64 *st)
+{
+	return update_load_avg(cfs, pool, n, flags, st);
+}
+void host_remove_entity_load_avg(struct lab_cfs *cfs, struct lab_se *se, u64 *st)
+{
+	remove_entity_load_avg(cfs, se, st);
+}
+void host_init_entity_runnable_average(struct lab_se *se) { init_entity_runnable_average(se); }
+void host_util_est_update(struct lab_se *se, bool task_sleep) { util_est_update(se, task_sleep); }
+void host_util_est_enqueue(struct lab_cfs *cfs, const struct lab_se *se) { util_est_enqueue(cfs, se); }
+void host_util_est_dequeue(struct lab_cfs *cfs, const struct lab_se *se) { util_est_dequeue(cfs, se); }
+u64 host_cpu_util_cfs(const struct lab_cfs *cfs, bool util_est) { return cpu_util_cfs(cfs, util_est); }
+u64 host_task_h_load(u64 se_load_avg, u64 cfs_load_avg) { return task_h_load_math(se_load_avg, cfs_load_avg); }
+void host_entity_tick_load(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st) { entity_tick_load(cfs, pool, st); }
+void host_update_blocked_load(struct lab_cfs *cfs, u64 *st) { update_blocked_load(cfs, st); }
 bool host_wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_size)
 {
 	return wake_wide_math(waker_flips, wakee_flips, llc_size);

@@ -172,6 +172,11 @@ enum lab_stat {
 	LAB_ST_PULL_REFUSED_HOT,	/* cache hot (migration_cost_ns, CACHE_HOT_BUDDY) */
 	LAB_ST_PULL_REFUSED_LOAD,	/* too heavy for the imbalance (periodic balance) */
 	LAB_ST_PULL_REFUSED_PINNED,	/* migration disabled */
+	/* load tracking (PELT) */
+	LAB_ST_PELT_ATTACH,		/* entities whose averages joined a queue's (new or migrated) */
+	LAB_ST_PELT_DETACH,		/* ... left it with a queued migration (a pull) */
+	LAB_ST_PELT_REMOVE,		/* ... left it after a sleep, for another CPU (removed sums) */
+	LAB_ST_PELT_BLOCKED,		/* blocked-average updates of an idle CPU's queue */
 	/* diagnostics (--measure-scan): what a scan of a deadline-sorted DSQ would have visited */
 	LAB_ST_DSQ_SCAN_NODES,		/* entities a first-eligible scan from the earliest deadline visits */
 	LAB_ST_DSQ_SCAN_LEN_1,		/* picks where that scan would stop at the first entity */

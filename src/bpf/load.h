@@ -2,21 +2,12 @@
 #ifndef __LAB_LOAD_H
 #define __LAB_LOAD_H
 
-#include "entity.h"
+#include "pelt.h"
 
 /*
- * Load tracking and wake-affine arithmetic (fair.c: PELT, wake_wide(), wake_affine_weight(),
- * update_idle_cpu_scan(), the newidle statistics)
- *
- * The kernel does not maintain PELT for sched_ext tasks, so CPU selection uses the lab's own
- * signals: averages that halve every 32 periods of 1024 us, as PELT's do.
+ * Wake-affine and balancing arithmetic (fair.c: wake_wide(), wake_affine_weight(),
+ * update_idle_cpu_scan(), the newidle statistics) over the load signals of pelt.h.
  */
-
-/* A PELT-like signal: the average of a piecewise-constant value, halving every 32 ms. */
-struct lab_pelt {
-	u64 avg;
-	u64 stamp;		/* ns, advanced in whole 1024 us periods */
-};
 
 /* The newidle balance statistics of one CPU (fair.c: update_newidle_stats(), NI_RANDOM/NI_RATE). */
 struct lab_newidle {
@@ -26,47 +17,6 @@ struct lab_newidle {
 	u32 pad;
 	u64 stamp;		/* ns when the last window closed */
 };
-
-#define LAB_PELT_PERIOD_SHIFT	20	/* 1024 us */
-#define LAB_SCHED_CAPACITY	1024
-
-/* 2^32 * y^i with y^32 = 1/2. */
-static const u64 lab_pelt_y[32] = {
-	4294967296ULL, 4202935003ULL, 4112874773ULL, 4024744347ULL, 3938502375ULL, 3854108391ULL,
-	3771522796ULL, 3690706839ULL, 3611622602ULL, 3534232977ULL, 3458501653ULL, 3384393094ULL,
-	3311872529ULL, 3240905930ULL, 3171459999ULL, 3103502151ULL, 3037000499ULL, 2971923841ULL,
-	2908241642ULL, 2845924020ULL, 2784941737ULL, 2725266179ULL, 2666869344ULL, 2609723833ULL,
-	2553802833ULL, 2499080104ULL, 2445529971ULL, 2393127307ULL, 2341847523ULL, 2291666560ULL,
-	2242560871ULL, 2194507416ULL,
-};
-
-/* y^periods in 2^32 fixed point. */
-LAB_INLINE u64 pelt_y(u64 periods)
-{
-	if (periods >= 32 * 63)
-		return 0;
-	return lab_pelt_y[periods & 31] >> (periods >> 5);
-}
-
-/*
- * Advance @s to @now, @value having held since s->stamp: avg <- avg*y^p + value*(1-y^p) for the
- * p whole periods that passed. A fresh signal (stamp 0) starts at @now.
- */
-LAB_INLINE void pelt_update(struct lab_pelt *s, u64 now, u64 value)
-{
-	u64 periods, y;
-
-	if (!s->stamp || now < s->stamp) {
-		s->stamp = now;
-		return;
-	}
-	periods = (now - s->stamp) >> LAB_PELT_PERIOD_SHIFT;
-	if (!periods)
-		return;
-	s->stamp += periods << LAB_PELT_PERIOD_SHIFT;
-	y = pelt_y(periods);
-	s->avg = (s->avg * y + value * ((1ULL << 32) - y)) >> 32;
-}
 
 /*
  * wake_wide(): spread the wakee when waker and wakee each switch between many partners: the

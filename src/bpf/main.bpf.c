@@ -123,7 +123,6 @@ struct task_ctx {
 	u32 wakee_flips;	/* record_wakee(), as a waker */
 	s32 last_wakee;		/* pid */
 	u64 wakee_flip_decay_ts;
-	struct lab_pelt load;	/* task_h_load(): the task's average runnable weight */
 	u32 prio_changed;	/* LAB_PRIO_*: a reweight waits for prio_changed_fair()'s check */
 	u8 select_idle;		/* the last select_cpu chose its CPU because it was idle */
 	u8 pad[3];
@@ -148,7 +147,6 @@ struct lab_cpu {
 	u64 knob_seq;
 	struct lab_params params;
 	u32 balance_ticks;
-	u32 running;		/* one of our tasks is running (utilisation) */
 } __attribute__((aligned(64)));
 struct lab_cpu lab_cpus[LAB_MAX_CPUS];
 
@@ -332,7 +330,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	if (se->delayed && cpu >= 0) {
 		params = params_get();
 		if (sched_feat(params, DELAY_WAKE_COLD) && now - se->last_ran > params->migration_cost) {
-			lab_leave(tc->slot, now);
+			lab_leave(tc->slot, now, 0);
 			stat_inc(LAB_ST_SELECT_WAKE_COLD);
 		} else if (!sched_feat(params, DELAY_REQUEUE_SELECT) && allowed(p, cpu) &&
 			   !cpu_offline(cpu)) {
@@ -401,7 +399,7 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 
 		if (idle >= 0 && idle != cpu && !cpu_offline(idle)) {
 			stat_inc(LAB_ST_REENQ_MOVED);
-			lab_leave(tc->slot, scx_bpf_now());
+			lab_leave(tc->slot, scx_bpf_now(), 1);
 			if (enqueue_task(tc, idle, LAB_WK_IF_IDLE | LAB_WK_INSERT,
 					 task_custom_slice(p)) == LAB_ENQ_INSERT) {
 				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, LAB_SLICE_NS, enq_flags);
@@ -446,7 +444,7 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 		return;
 	slot_ref_drop(tc->slot);
 	if (deq_flags & SCX_DEQ_SCHED_CHANGE)
-		lab_leave(tc->slot, scx_bpf_now());
+		lab_leave(tc->slot, scx_bpf_now(), 0);
 }
 
 /* How many picks one ops.dispatch makes before it leaves the rest to a kick of its CPU (each
@@ -516,7 +514,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		if (!t) {
 			/* The task is gone: its entity leaves the queue. */
 			stat_inc(LAB_ST_DISPATCH_MISS);
-			lab_leave(slot, scx_bpf_now());
+			lab_leave(slot, scx_bpf_now(), 0);
 			continue;
 		}
 		if (bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
@@ -608,15 +606,14 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 			flags |= LAB_DEQ_SPECIAL;
 	}
 	now = scx_bpf_now();
-	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);	/* runnable until now */
 	/* The task leaving the CPU it runs on: ops.stopping(false) left its accounting to us. */
 	if (p == bpf_get_current_task_btf())
 		sum = lab_max_u64(p->se.sum_exec_runtime, 1);
 	lab_dequeue_entity(tc->slot, flags, sum, p->pid, now);
 }
 
-/* ops.tick: task_tick_fair(): update_curr() and its reschedule, then the SIS_UTIL budget and
- * periodic balancing. Differs: the reschedule is a zero slice (the core switches at the tick). */
+/* ops.tick: task_tick_fair(): update_curr() and its reschedule, the running entity's load
+ * signals, then the idle CPUs' blocked averages, the SIS_UTIL budget and periodic balancing. Differs: the reschedule is a zero slice (the core switches at the tick). */
 void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 {
 	lab_pool_t *pool = pool_get();
@@ -628,7 +625,6 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
-	pelt_update(&tc->load, now, SE(pool, tc->slot)->weight);
 	resched = lab_tick_account(cpu, p->se.sum_exec_runtime, p->pid, now);
 	if (resched) {
 		if (resched & LAB_RESCHED_LAZY)
@@ -640,6 +636,7 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */
 		scx_bpf_task_set_slice(p, 0);
 	}
+	nohz_update_blocked(now);
 	update_idle_cpu_scan(cpu, now);
 	periodic_balance(cpu, rq, params_get(), now, stats_row());
 }
@@ -673,7 +670,7 @@ void BPF_STRUCT_OPS(lab_set_cpumask, struct task_struct *p, const struct cpumask
 		return;
 	se = SE(pool, tc->slot);
 	if (se->delayed && se->cpu >= 0 && !bpf_cpumask_test_cpu(se->cpu, cpumask))
-		lab_leave(tc->slot, scx_bpf_now());
+		lab_leave(tc->slot, scx_bpf_now(), 0);
 }
 
 /* ops.yield: yield_task_fair(), and yield_to_task_fair()'s next buddy for @to. */
@@ -744,8 +741,10 @@ void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 
-	if (pool && tc)
-		lab_leave(tc->slot, scx_bpf_now());
+	if (pool && tc) {
+		lab_leave(tc->slot, scx_bpf_now(), 0);
+		task_load_remove(tc);
+	}
 }
 
 /* ops.exit_task: the task is gone; its entity leaves and its slot is freed. */
@@ -755,7 +754,8 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 
 	if (!tc)
 		return;
-	lab_leave(tc->slot, scx_bpf_now());
+	lab_leave(tc->slot, scx_bpf_now(), 0);
+	task_load_remove(tc);
 	slot_release(tc);
 }
 

@@ -8,15 +8,28 @@
 #ifndef __LAB_QUEUE_BPF_H
 #define __LAB_QUEUE_BPF_H
 
-/* Bring the queue's load average up to @now with the weight it held until now (call with the
- * queue locked, before changing what is queued). Ghosts count, as delayed tasks keep load. */
-static __always_inline void rq_load_touch(struct lab_rq *rq, lab_pool_t *pool, u64 now)
+/* The time of the operation that just took @rq's lock, for the load signals it updates: the
+ * latest this queue has seen (another CPU's clock may read a little behind). */
+static __always_inline void pelt_clock(struct lab_rq *rq, u64 now)
 {
-	u64 w = rq->cfs.sum_weight;
+	if ((s64)(now - rq->cfs.clock_pelt) > 0)
+		rq->cfs.clock_pelt = now;
+}
 
-	if (rq->cfs.curr && SE(pool, rq->cfs.curr)->on_rq)
-		w += SE(pool, rq->cfs.curr)->weight;
-	pelt_update(&rq->load, now, w);
+/* util_est_enqueue() / util_est_dequeue() of a task when UTIL_EST is on. A ghost's estimate
+ * left the queue's sum at its sleep. */
+static __always_inline void util_est_enqueue_task(struct lab_cfs *cfs, const lab_se_t *se,
+						  const struct lab_params *p)
+{
+	if (sched_feat(p, UTIL_EST))
+		util_est_enqueue(cfs, se);
+}
+
+static __always_inline void util_est_dequeue_task(struct lab_cfs *cfs, const lab_se_t *se,
+						  const struct lab_params *p)
+{
+	if (sched_feat(p, UTIL_EST) && !se->delayed)
+		util_est_dequeue(cfs, se);
 }
 
 /* The kernel's runqueue of @cpu, to read its running task (rq->curr) and clock. */
@@ -181,10 +194,12 @@ static __always_inline void rq_set_pending(struct lab_rq *rq, lab_se_t *se, u32 
 /*
  * Take @n off whatever queue it is on, as a dequeue without DEQUEUE_SLEEP (dequeue_entity()): the
  * queue's running entity is accounted first (update_curr()), then the lag is saved and, with
- * PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead. Differs: a
- * reschedule that this update_curr() would ask for waits for the CPU's next decision or tick.
+ * PLACE_REL_DEADLINE, the deadline kept relative. A ghost is finalized instead. @migrate: the
+ * entity moves to another CPU's queue (task_on_rq_migrating()): its load history goes with it.
+ * Differs: a reschedule that this update_curr() would ask for waits for the CPU's next decision
+ * or tick.
  */
-__noinline int lab_leave(u32 n, u64 now)
+__noinline int lab_leave(u32 n, u64 now, u32 migrate)
 {
 	const struct lab_params *p = params_get();
 	lab_pool_t *pool = pool_get();
@@ -203,13 +218,14 @@ __noinline int lab_leave(u32 n, u64 now)
 	krq = krq_of(cpu);
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == cpu) {
-		rq_load_touch(rq, pool, now);
+		pelt_clock(rq, now);
 		account_remote(&rq->cfs, pool, krq, p, st);
 		if (se->delayed) {
 			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
 			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
 		} else {
-			dequeue_entity(&rq->cfs, pool, n, 0, p, st);
+			util_est_dequeue_task(&rq->cfs, se, p);
+			dequeue_entity(&rq->cfs, pool, n, migrate ? LAB_DEQ_MIGRATE : 0, p, st);
 		}
 		if (rq->pending == n)
 			rq->pending = 0;
@@ -283,11 +299,15 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		if (se->on_rq || READ_ONCE(rq->cfs.nr_queued) || READ_ONCE(rq->pending))
 			return LAB_ENQ_REFUSED;
 	}
-	if (!se->on_rq)
-		pelt_update(&tc->load, now, 0);	/* it was asleep */
 	if (tc->last_cpu >= 0 && tc->last_cpu != cpu) {
+		struct lab_rq *old = rq_get(tc->last_cpu);
+
 		lab_count(st, LAB_ST_MIGRATE);
 		se->migrated = 1;
+		/* migrate_task_rq_fair() of a task that woke elsewhere: its load history leaves
+		 * the old queue (whose lock we do not take) and attaches to this one. */
+		if (!se->on_rq && se->avg.last_update_time && old)
+			remove_entity_load_avg(&old->cfs, se, st);
 	}
 	tc->last_cpu = cpu;
 	wk.fork = wk_bits & LAB_WK_FORK;
@@ -306,22 +326,25 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 		bpf_spin_unlock(&rq->lock);
 		return LAB_ENQ_REFUSED;
 	}
-	rq_load_touch(rq, pool, now);
+	pelt_clock(rq, now);
 	/* Re-enqueued from the local DSQ (ops.cpu_release): it is not waiting there any more. */
 	if (rq->pending == n)
 		rq->pending = 0;
 	if (account_remote(&rq->cfs, pool, krq, params, st) && resched_curr_lazy(rq, st))
 		ret = LAB_ENQ_KICK;
 	if (se->on_rq && se->cpu == cpu) {
-		if (se->delayed)
+		if (se->delayed) {
+			util_est_enqueue_task(&rq->cfs, se, params);
 			requeue_delayed_entity(&rq->cfs, pool, n, params, st);
-		else
+		} else {
 			joined = false;	/* already queued here: only the custody changes */
+		}
 	} else if (!se->on_rq) {
 		se->custom_slice = custom_slice != 0;
 		if (custom_slice)
 			se->slice = custom_slice;
 		se->cpu = cpu;
+		util_est_enqueue_task(&rq->cfs, se, params);
 		enqueue_entity(&rq->cfs, pool, n,
 			       ((wk_bits & LAB_WK_INITIAL) || se->is_new) ? LAB_PLACE_INITIAL : 0,
 			       params, st);
@@ -378,6 +401,21 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	return ret;
 }
 
+/* task_dead_fair() / switched_from_fair(): a task that leaves the lab takes its load history
+ * off the queue it last ran on (remove_entity_load_avg()). Call after lab_leave(). */
+static __always_inline void task_load_remove(struct task_ctx *tc)
+{
+	lab_pool_t *pool = pool_get();
+	struct lab_rq *rq;
+	lab_se_t *se;
+
+	if (!pool || tc->last_cpu < 0 || !(rq = rq_get(tc->last_cpu)))
+		return;
+	se = SE(pool, tc->slot);
+	if (!se->on_rq && se->avg.last_update_time)
+		remove_entity_load_avg(&rq->cfs, se, stats_row());
+}
+
 /* lab_enqueue_task() for @tc's entity, finalizing it first on another CPU's queue it may still
  * be on (a ghost that woke elsewhere: the kernel dequeues a delayed task that migrates). */
 static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits,
@@ -389,7 +427,7 @@ static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bi
 		return 0;
 	se = SE(pool_get(), tc->slot);
 	if (se->on_rq && se->cpu != cpu && !(wk_bits & LAB_WK_IF_IDLE))
-		lab_leave(tc->slot, scx_bpf_now());
+		lab_leave(tc->slot, scx_bpf_now(), !se->delayed);
 	return lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
 }
 
@@ -436,7 +474,7 @@ __noinline long lab_dispatch_pick(s32 cpu, u64 total, s32 prev_pid, u64 now)
 	if (!pool || !rq)
 		return LAB_PICK_NONE;
 	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
+	pelt_clock(rq, now);
 	account_curr(&rq->cfs, pool, total, prev_pid, params, st);
 	n = pick_next_entity(&rq->cfs, pool, true, params, st, NULL);
 	if (n == LAB_PICK_RETRY) {
@@ -545,17 +583,14 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
 	u64 *st = stats_row();
-	struct lab_cpu *pc;
 	lab_se_t *se;
 	long hrtick_ns = 0;
 
 	if (!pool || !rq)
 		return 0;
 	se = SE(pool, n);
-	pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
 	bpf_spin_lock(&rq->lock);
-	pelt_update(&rq->util, now, pc->running ? LAB_SCHED_CAPACITY : 0);
-	pc->running = 1;
+	pelt_clock(rq, now);
 	if (se->on_rq && se->cpu == cpu) {
 		bool stale = rq->pending == n && rq->pending_stale && se->picked;
 
@@ -565,7 +600,7 @@ __noinline long lab_set_next(u32 n, s32 cpu, u64 sum_exec, u64 now)
 			lab_count(st, LAB_ST_DISPATCH_REPICK);
 			hrtick_ns = LAB_SET_NEXT_REPICK;
 		}
-		set_next_entity(&rq->cfs, pool, n, se->picked, params);
+		set_next_entity(&rq->cfs, pool, n, se->picked, params, st);
 		se->picked = 0;
 		se->running = 1;
 		se->custody = 0;
@@ -589,11 +624,9 @@ static __always_inline void lab_put_prev(struct lab_rq *rq, lab_pool_t *pool, u3
 					 u64 sum_exec, s32 pid, bool runnable, u64 now,
 					 const struct lab_params *params, u64 *st)
 {
-	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
 	lab_se_t *se = SE(pool, n);
 
-	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
-	pc->running = 0;
+	pelt_clock(rq, now);
 	if (se->cpu == cpu) {
 		account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
 		se->running = 0;
@@ -643,7 +676,7 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 n
 		return 0;
 	krq = sum_exec ? NULL : krq_of(cpu);
 	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
+	pelt_clock(rq, now);
 	if (sum_exec)
 		lab_put_prev(rq, pool, n, cpu, sum_exec, pid, false, now, params, st);
 	else
@@ -654,10 +687,34 @@ __noinline int lab_dequeue_entity(u32 n, u32 flags, u64 sum_exec, s32 pid, u64 n
 		se->running = 0;
 		se->custody = 0;
 		se->picked = 0;
+		/* dequeue_task_fair(): the estimates before the entity leaves (a ghost's went at
+		 * its sleep). */
+		if (!(flags & LAB_DEQ_DELAYED)) {
+			util_est_dequeue_task(&rq->cfs, se, params);
+			if (sched_feat(params, UTIL_EST))
+				util_est_update(se, flags & LAB_DEQ_SLEEP);
+		}
 		if (dequeue_entity(&rq->cfs, pool, n, flags, params, st))
 			se->cpu = -1;
 		rq_overload_update(rq);
 	}
+	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+/* sched_balance_update_blocked_averages() of @cpu's queue: bring its load signals to @now (what
+ * departed is taken off). For a CPU that runs none of our tasks, whose signals nothing else
+ * updates meanwhile. */
+__noinline int lab_update_blocked(s32 cpu, u64 now)
+{
+	struct lab_rq *rq = rq_get(cpu);
+	u64 *st = stats_row();
+
+	if (!rq)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	pelt_clock(rq, now);
+	update_blocked_load(&rq->cfs, st);
 	bpf_spin_unlock(&rq->lock);
 	return 0;
 }
@@ -678,9 +735,9 @@ __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 	if (!pool || !rq)
 		return 0;
 	bpf_spin_lock(&rq->lock);
-	rq_load_touch(rq, pool, now);
-	pelt_update(&rq->util, now, LAB_SCHED_CAPACITY);
+	pelt_clock(rq, now);
 	resched = account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
+	entity_tick_load(&rq->cfs, pool, st);
 	if (rq->lazy)
 		resched |= LAB_RESCHED_LAZY;
 	rq->lazy = 0;

@@ -13,6 +13,7 @@
 
 #include "avg_vruntime.h"
 #include "rbtree.h"
+#include "pelt.h"
 
 /* The queue's running entity while it is queued (the kernel's "curr && curr->on_rq"). */
 LAB_INLINE lab_se_t *cfs_curr(struct lab_cfs *cfs, lab_pool_t *pool)
@@ -301,10 +302,18 @@ LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 {
 	lab_se_t *se = SE(pool, n);
 
+	/* wake_up_new_task()'s post_init_entity_util_avg() of a forked task, then its load
+	 * history joins (or, from another CPU, is attached to) the queue's. */
+	if (se->post_init) {
+		post_init_entity_util_avg(cfs, se);
+		se->post_init = 0;
+	}
+	update_load_avg(cfs, pool, n, LAB_DO_ATTACH, st);
 	place_entity(cfs, pool, n, flags, p, st);
 	se->on_rq = 1;
 	se->is_new = 0;
 	cfs->nr_queued++;
+	cfs->load_weight += se->weight;
 	if (cfs->curr != n)
 		__enqueue_entity(cfs, pool, n, p, st);
 }
@@ -313,6 +322,7 @@ LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 #define LAB_DEQ_SLEEP		1	/* DEQUEUE_SLEEP */
 #define LAB_DEQ_SPECIAL		2	/* DEQUEUE_SPECIAL: stopped, traced, dead... never delayed */
 #define LAB_DEQ_DELAYED		4	/* DEQUEUE_DELAYED: finishing a ghost */
+#define LAB_DEQ_MIGRATE		8	/* task_on_rq_migrating(): a queued move to another CPU */
 
 /*
  * dequeue_entity() / 7.3 __dequeue_task(): an entity leaves. Its lag is saved first (V still
@@ -326,6 +336,8 @@ LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 {
 	lab_se_t *se = SE(pool, n);
 
+	/* The load signals first, with the entity as it was (a migration takes its history). */
+	update_load_avg(cfs, pool, n, (flags & LAB_DEQ_MIGRATE) ? LAB_DO_DETACH : 0, st);
 	clear_buddies(cfs, n);
 	update_entity_lag(cfs, pool, n, p);
 
@@ -354,6 +366,7 @@ LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 	se->on_rq = 0;
 	if (cfs->nr_queued)
 		cfs->nr_queued--;
+	cfs->load_weight = lab_sub_positive(cfs->load_weight, se->weight);
 	if (se->delayed) {
 		se->delayed = 0;
 		if (cfs->nr_delayed)
@@ -387,6 +400,7 @@ LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, lab_pool_t *pool, u3
 			__enqueue_entity(cfs, pool, n, p, st);
 		cfs->nr_queued++;
 	}
+	update_load_avg(cfs, pool, n, 0, st);	/* it was queued, not runnable, until now */
 	se->delayed = 0;
 	if (cfs->nr_delayed)
 		cfs->nr_delayed--;
@@ -395,13 +409,15 @@ LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, lab_pool_t *pool, u3
 /* set_next_entity(): @n becomes the running entity; @first: it was just picked (fair.c's
  * set_next_task_fair(first)). */
 LAB_INLINE void set_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, bool first,
-				const struct lab_params *p)
+				const struct lab_params *p, u64 *st)
 {
 	lab_se_t *se = SE(pool, n);
 
 	clear_buddies(cfs, n);
 	if (se->in_tree)
 		__dequeue_entity(cfs, pool, n);
+	if (se->on_rq)
+		update_load_avg(cfs, pool, n, 0, st);	/* runnable, not running, until now */
 	cfs->curr = n;
 	/* Only a real pick (first) starts a protection; a re-run after a property change keeps
 	 * the one it had. */
@@ -427,6 +443,8 @@ LAB_INLINE void put_prev_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 {
 	lab_se_t *se = SE(pool, n);
 
+	if (se->on_rq)
+		update_load_avg(cfs, pool, n, 0, st);	/* running until now */
 	if (cfs->curr == n)
 		cfs->curr = 0;
 	if (se->on_rq && !se->in_tree)
@@ -467,6 +485,8 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u3
 		cfs->nr_queued--;
 		if (se->in_tree)
 			__dequeue_entity(cfs, pool, n);
+		cfs->load_weight = lab_sub_positive(cfs->load_weight, old);
+		dequeue_load_avg(cfs, se);
 	}
 	/* rescale_entity(): truncating divisions, as the kernel's div64_long(). */
 	se->vlag = (s64)(se->vlag * (s64)old) / (s64)weight;
@@ -476,7 +496,11 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u3
 		se->vprot = (u64)((s64)(se->vprot * (s64)old) / (s64)weight);
 	se->weight = weight;
 	se->inv_weight = inv_weight;
+	/* The load average at the new weight, from the same history. */
+	se->avg.load_avg = (u64)weight * se->avg.load_sum / get_pelt_divider(&se->avg);
 	if (se->on_rq && cfs) {
+		enqueue_load_avg(cfs, se);
+		cfs->load_weight += weight;
 		if (rel_vprot)
 			se->vprot += avruntime;
 		se->deadline += avruntime;
@@ -486,6 +510,21 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u3
 			__enqueue_entity(cfs, pool, n, p, st);
 		cfs->nr_queued++;
 	}
+}
+
+/* entity_tick()'s update_load_avg() of the running entity. */
+LAB_INLINE void entity_tick_load(struct lab_cfs *cfs, lab_pool_t *pool, u64 *st)
+{
+	if (cfs->curr && SE(pool, cfs->curr)->on_rq)
+		update_load_avg(cfs, pool, cfs->curr, 0, st);
+}
+
+/* update_blocked_averages() of a CPU's queue: its signal brought to its clock, what departed
+ * taken off (a newidle balance does this for the CPU that runs it). */
+LAB_INLINE void update_blocked_load(struct lab_cfs *cfs, u64 *st)
+{
+	update_cfs_rq_load_avg(cfs->clock_pelt, cfs);
+	lab_count(st, LAB_ST_PELT_BLOCKED);
 }
 
 /*

@@ -11,8 +11,8 @@
  *  - "idle" is the built-in idle mask plus an empty queue of ours; vCPU preemption is not checked;
  *    a CPU whose queue holds only SCHED_IDLE entities counts as idle for a non-SCHED_IDLE wakee
  *    (sched_idle_rq()), but tasks of other classes on it are not seen;
- *  - loads are the lab's own PELT-like averages (struct lab_pelt), not the kernel's PELT, which
- *    sched_ext tasks do not get; capacities are taken as equal;
+ *  - loads are the lab's PELT (pelt.h: the kernel's arithmetic on the lab's queues; the kernel
+ *    keeps none for sched_ext tasks); capacities are taken as equal;
  *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no idle-core
  *    or SMT-sibling pass (select_idle_core(), select_idle_smt()), no cluster pass;
  *  - a fork goes to the idlest allowed CPU (idle first, else least loaded) instead of the full
@@ -26,9 +26,8 @@
  */
 __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 {
-	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
-	u32 ci = cpu & (LAB_MAX_CPUS - 1), curr;
+	u32 ci = cpu & (LAB_MAX_CPUS - 1);
 
 	if (!c)
 		return 0;
@@ -39,20 +38,14 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 	c->nr_delayed = 0;
 	c->load = 0;
 	c->weight = 0;
-	c->weight_exact = 1;
 	c->released = 0;
 	if (!rq)
 		return 0;
 	c->released = READ_ONCE(rq->released);
 	c->nr_queued = READ_ONCE(rq->cfs.nr_queued);
 	c->nr_delayed = READ_ONCE(rq->cfs.nr_delayed);
-	c->load = (s64)READ_ONCE(rq->load.avg);
-	c->weight = READ_ONCE(rq->cfs.sum_weight);
-	c->weight_exact = !READ_ONCE(rq->cfs.sum_shift);
-	/* The running entity is outside the tree's sums. */
-	curr = READ_ONCE(rq->cfs.curr);
-	if (curr && pool && SE(pool, curr)->on_rq && !SE(pool, curr)->in_tree)
-		c->weight += SE(pool, curr)->weight;
+	c->load = (s64)READ_ONCE(rq->cfs.avg.load_avg);
+	c->weight = READ_ONCE(rq->cfs.load_weight);
 	return 0;
 }
 
@@ -94,20 +87,36 @@ static __always_inline bool allowed(const struct task_struct *p, s32 cpu)
 	return cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
 }
 
-/* Mirrors cpu_load(); differs: the queue's average queued weight (ghosts included), not PELT. */
+/* cpu_load(): the queue's PELT load average, as last updated (an idle CPU's decays at its
+ * next newidle balance, as the kernel's blocked averages do). */
 static __always_inline s64 cpu_load(s32 cpu)
 {
 	struct lab_rq *rq = rq_get(cpu);
 
-	return rq ? (s64)READ_ONCE(rq->load.avg) : 0;
+	return rq ? (s64)READ_ONCE(rq->cfs.avg.load_avg) : 0;
 }
 
-/* Mirrors task_h_load(); differs: the task's average runnable weight, no hierarchy to scale by. */
+/* task_h_load() of the task of @tc, whose queue's load is @cpu_load: its PELT load average, in
+ * the root group's proportion. */
+static __noinline s64 task_h_load_slot(u32 slot, s64 cpu_load)
+{
+	lab_pool_t *pool = pool_get();
+
+	if (!pool)
+		return 0;
+	return (s64)task_h_load_math(READ_ONCE(SE(pool, slot)->avg.load_avg),
+				     cpu_load > 0 ? (u64)cpu_load : 0);
+}
+
+static __always_inline s64 task_h_load(struct task_ctx *tc, s64 cpu_load)
+{
+	return tc ? task_h_load_slot(tc->slot, cpu_load) : 0;
+}
+
+/* task_h_load() of @p on the CPU it last ran on. */
 static __always_inline s64 task_load(struct task_struct *p)
 {
-	struct task_ctx *tc = p ? tctx_get(p) : NULL;
-
-	return tc ? (s64)tc->load.avg : 0;
+	return p ? task_h_load(tctx_get(p), cpu_load(scx_bpf_task_cpu(p))) : 0;
 }
 
 /* Mirrors record_wakee(); differs: the decay uses the lab's clock in ns, not jiffies. */
@@ -124,8 +133,8 @@ static __always_inline void record_wakee(struct task_ctx *wc, s32 wakee_pid, u64
 }
 
 /*
- * Mirrors update_idle_cpu_scan() for @cpu's LLC (SIS_UTIL's scan budget from the LLC's
- * utilisation); differs: run from the tick and from wakeups when the budget is older than
+ * Mirrors update_idle_cpu_scan() for @cpu's LLC (SIS_UTIL's scan budget from the sum of the
+ * LLC's cpu_util_cfs()); differs: run from the tick and from wakeups when the budget is older than
  * LAB_IDLE_SCAN_PERIOD_NS (one CPU wins the stamp), not from the LLC's periodic load balance.
  */
 static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
@@ -133,15 +142,17 @@ static __always_inline void update_idle_cpu_scan(s32 cpu, u64 now)
 	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
 	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
 	u64 last = READ_ONCE(llc_scan_stamp[llc]), sum = 0;
+	bool util_est;
 
 	if (!lab_idle_scan_stale(now, last) ||
 	    __sync_val_compare_and_swap(&llc_scan_stamp[llc], last, now) != last)
 		return;
+	util_est = sched_feat(params_get(), UTIL_EST);
 	bpf_for(i, 0, size) {
 		struct lab_rq *rq = rq_get(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
 
 		if (rq)
-			sum += READ_ONCE(rq->util.avg);
+			sum += cpu_util_cfs(&rq->cfs, util_est);
 	}
 	llc_nr_idle_scan[llc] = nr_idle_scan_math(sum, size, LAB_LLC_IMBALANCE_PCT);
 }
@@ -161,7 +172,7 @@ static __always_inline void init_idle_cpu_scan(void)
 }
 
 /* Mirrors wake_affine() over the snapshots in @wa (the waker's and the previous CPU); differs:
- * loads are the lab's averages, capacities equal. */
+ * capacities are equal. */
 static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
 				       struct lab_wake_affine *wa, bool sync,
 				       const struct lab_params *params)
@@ -169,8 +180,8 @@ static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
 	u32 r;
 
 	/* task_h_load() of the wakee and of the waker (none: a task of another class). */
-	wa->task_load = (s64)tc->load.avg;
-	wa->waker_load = wc ? (s64)wc->load.avg : 0;
+	wa->task_load = task_h_load(tc, wa->prev_cpu.load);
+	wa->waker_load = wc ? task_h_load(wc, wa->this_cpu.load) : 0;
 	wa->sync = sync;
 	wa->wa_idle = sched_feat(params, WA_IDLE);
 	wa->wa_weight = sched_feat(params, WA_WEIGHT);
@@ -316,6 +327,13 @@ static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
  * when the CPU returned was chosen because it was idle. Not inlined: its snapshots stay off the
  * stack of what ops.select_cpu calls next.
  */
+/* wake_affine()'s snapshots, one per CPU: off the stack of the selection's call chain, which
+ * the verifier bounds at 512 bytes. */
+struct lab_wa_scratch {
+	struct lab_wake_affine wa;
+} __attribute__((aligned(64)));
+struct lab_wa_scratch wa_scratch[LAB_MAX_CPUS];
+
 static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc,
 					  s32 prev_cpu, u64 wake_flags, u64 now)
 {
@@ -324,7 +342,7 @@ static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx
 	struct task_struct *waker = bpf_get_current_task_btf();
 	s32 this_cpu = bpf_get_smp_processor_id(), new_cpu = prev_cpu, cpu;
 	bool sync = (wake_flags & SCX_WAKE_SYNC) && !(waker->flags & PF_EXITING);
-	struct lab_wake_affine wa = {};
+	struct lab_wake_affine *wa = &wa_scratch[this_cpu & (LAB_MAX_CPUS - 1)].wa;
 	struct lab_sis sis = {};
 	bool want_affine = false;
 	const struct cpumask *idle;
@@ -352,14 +370,15 @@ static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx
 					      llc_size, allowed(p, this_cpu));
 	}
 	/* One snapshot per CPU, shared by wake_affine() and select_idle_sibling(). */
-	cpu_snap(prev_cpu, p, idle, &wa.prev_cpu);
+	__builtin_memset(wa, 0, sizeof(*wa));
+	cpu_snap(prev_cpu, p, idle, &wa->prev_cpu);
 	if (want_affine && this_cpu != prev_cpu) {
-		cpu_snap(this_cpu, p, idle, &wa.this_cpu);
-		new_cpu = wake_affine(tc, wc, &wa, sync, params);
+		cpu_snap(this_cpu, p, idle, &wa->this_cpu);
+		new_cpu = wake_affine(tc, wc, wa, sync, params);
 	}
 	/* wake_affine() answers the previous CPU or the waker's. */
-	sis.prev = wa.prev_cpu;
-	sis.target = new_cpu == prev_cpu ? wa.prev_cpu : wa.this_cpu;
+	sis.prev = wa->prev_cpu;
+	sis.target = new_cpu == prev_cpu ? wa->prev_cpu : wa->this_cpu;
 	cpu = select_idle_sibling(p, tc, waker, this_cpu, &sis, params, idle, now, idle_found);
 	scx_bpf_put_idle_cpumask(idle);
 	if (allowed(p, cpu)) {

@@ -23,8 +23,9 @@
 
 /* What selection and balancing read about one CPU. */
 struct lab_cpu_snap {
-	s64 load;		/* cpu_load(): the queue's average weight */
-	u64 weight;		/* total weight of its queued entities, running one and ghosts included */
+	s64 load;		/* cpu_load(): the queue's PELT load average */
+	u64 weight;		/* total weight of its queued entities, running one and ghosts included
+			 * (cfs_rq->load.weight) */
 	s32 cpu;
 	u32 llc;		/* LLC index */
 	u32 core;		/* core index: SMT siblings share it */
@@ -32,7 +33,6 @@ struct lab_cpu_snap {
 	u32 nr_delayed;		/* ghosts among them */
 	u8 idle;		/* idle in the built-in idle mask */
 	u8 allowed;		/* in the task's cpus_ptr (and online) */
-	u8 weight_exact;	/* @weight is the plain sum (no PARANOID_AVG shift applied) */
 	u8 released;		/* a higher scheduling class holds the CPU (ops.cpu_release) */
 };
 
@@ -60,13 +60,11 @@ LAB_INLINE bool lab_available_idle(const struct lab_cpu_snap *c)
  *
  * The kernel counts SCHED_IDLE tasks per queue (h_nr_idle). The lab reads it off the weights:
  * a SCHED_IDLE entity weighs WEIGHT_IDLEPRIO (3) and every other weight is at least 15
- * (nice 19), so n entities weigh exactly 3n if and only if all n are SCHED_IDLE. Under
- * PARANOID_AVG the tree's weight sum may be scaled down; then the answer is "no", as if a
- * normal task were queued.
+ * (nice 19), so n entities weigh exactly 3n if and only if all n are SCHED_IDLE.
  */
 LAB_INLINE bool lab_sched_idle_rq(const struct lab_cpu_snap *c)
 {
-	return c->nr_queued && c->weight_exact && c->weight == (u64)WEIGHT_IDLEPRIO * c->nr_queued;
+	return c->nr_queued && c->weight == (u64)WEIGHT_IDLEPRIO * c->nr_queued;
 }
 
 /* choose_idle_cpu(): idle, or running only SCHED_IDLE entities while the wakee is not one. */

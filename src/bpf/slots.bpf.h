@@ -83,6 +83,24 @@ static __always_inline void slots_grow(void)
 }
 
 /*
+ * The entity's load signals at the start: a fork's from init_entity_runnable_average() (and
+ * post_init_entity_util_avg() at its first enqueue, as wake_up_new_task() does); a task that
+ * was in the fair class brings the averages the kernel kept for it there. Either way it is
+ * attached to a queue at its first enqueue.
+ */
+static __always_inline void slot_init_load(lab_se_t *se, struct task_struct *p, bool fork)
+{
+	init_entity_runnable_average(se);
+	se->post_init = fork;
+	if (!fork) {
+		se->avg.load_avg = p->se.avg.load_avg;
+		se->avg.runnable_avg = p->se.avg.runnable_avg;
+		se->avg.util_avg = p->se.avg.util_avg;
+		se->avg.util_est = p->se.avg.util_est;
+	}
+}
+
+/*
  * Claim a free slot for @p by open addressing from a hash of its pid (slot 0 means "none") and
  * reset its entity. @fork: a new task (placed as ENQUEUE_INITIAL). Returns 0, or -ENOSPC when
  * the pool is at its cap (counted in nr_alloc_fail).
@@ -123,6 +141,7 @@ static __always_inline s32 slot_claim(struct task_struct *p, struct task_ctx *tc
 		se->picked = 0;
 		se->slice = 0;
 		se->custom_slice = 0;
+		slot_init_load(se, p, fork);
 		return 0;
 	}
 	__sync_fetch_and_add(&nr_alloc_fail, 1);

@@ -1,41 +1,6 @@
-//! Load signals and the wake-affine, SIS_UTIL and newidle arithmetic (load.h).
+//! The wake-affine, SIS_UTIL and newidle arithmetic (load.h).
 
 use super::*;
-
-#[test]
-fn pelt_halves_every_32_periods_and_converges_to_the_value() {
-    let period = 1u64 << 20;
-    let mut s = lab_pelt::default();
-    unsafe { host_pelt_update(&mut s, 1_000, 0) }; // starts the clock
-    let t0 = 1_000;
-    // Held at 1024 for a long time: converges to 1024.
-    unsafe { host_pelt_update(&mut s, t0 + 2000 * period, 1024) };
-    assert!(s.avg >= 1022 && s.avg <= 1024, "{}", s.avg);
-    // Then 0 for 32 periods: half of it is left (y^32 = 1/2).
-    let t1 = s.stamp;
-    unsafe { host_pelt_update(&mut s, t1 + 32 * period, 0) };
-    assert!((s.avg as i64 - 512).abs() <= 2, "{}", s.avg);
-    // Less than a period changes nothing and keeps the remainder for later.
-    let (avg, stamp) = (s.avg, s.stamp);
-    unsafe { host_pelt_update(&mut s, stamp + period - 1, 0) };
-    assert_eq!((s.avg, s.stamp), (avg, stamp));
-    // Updates in small steps equal one big step (piecewise-constant input).
-    let mut a = lab_pelt {
-        avg: 300,
-        stamp: 1 << 30,
-    };
-    let mut b = a;
-    for k in 1..=50u64 {
-        unsafe { host_pelt_update(&mut a, (1 << 30) + k * period, 800) };
-    }
-    unsafe { host_pelt_update(&mut b, (1 << 30) + 50 * period, 800) };
-    assert!(
-        (a.avg as i64 - b.avg as i64).abs() <= 50,
-        "{} vs {}",
-        a.avg,
-        b.avg
-    );
-}
 
 #[test]
 fn wake_wide_needs_many_flips_on_both_sides() {

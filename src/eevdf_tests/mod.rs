@@ -24,6 +24,7 @@ use ffi::*;
 mod arithmetic;
 mod deviations;
 mod load;
+mod pelt;
 mod preempt;
 mod runqueue;
 mod tree;
