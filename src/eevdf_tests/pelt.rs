@@ -366,7 +366,7 @@ fn a_removed_entity_leaves_its_old_queue_at_that_queues_next_update() {
 #[test]
 fn the_queue_signal_counts_weight_runnable_entities_and_running() {
     // Two entities of 1024 queued, one running, for a long time: load 2048, runnable 2 x 1024,
-    // utilisation 1024; a ghost counts in the load only.
+    // utilisation 1024.
     let mut sa = lab_sched_avg {
         last_update_time: PERIOD,
         ..Default::default()
