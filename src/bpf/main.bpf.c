@@ -613,7 +613,8 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 }
 
 /* ops.tick: task_tick_fair(): update_curr() and its reschedule, the running entity's load
- * signals, then the idle CPUs' blocked averages, the SIS_UTIL budget and periodic balancing. Differs: the reschedule is a zero slice (the core switches at the tick). */
+ * signals, then the idle CPUs' blocked averages, the SIS_UTIL budget and periodic balancing.
+ * Differs: the reschedule is a zero slice (the core switches at the tick). */
 void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 {
 	lab_pool_t *pool = pool_get();
