@@ -52,7 +52,6 @@ static const u32 lab_runnable_avg_yN_inv[LAB_LOAD_AVG_PERIOD] = {
 #endif
 
 /* update_load_avg()'s flags (fair.c). */
-#define LAB_SKIP_AGE_LOAD	1
 #define LAB_DO_ATTACH		2
 #define LAB_DO_DETACH		4
 
@@ -314,7 +313,7 @@ LAB_NOINLINE bool update_load_avg(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, 
 	u64 now = cfs->clock_pelt;
 	bool decayed;
 
-	if (se->avg.last_update_time && !(flags & LAB_SKIP_AGE_LOAD))
+	if (se->avg.last_update_time)
 		update_load_avg_se(now, cfs, pool, n);
 	decayed = update_cfs_rq_load_avg(now, cfs);
 	if (!se->avg.last_update_time && (flags & LAB_DO_ATTACH)) {
