@@ -24,8 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long a scheduler may take to attach or detach (generous: emulated VMs are slow).
-const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a scheduler may take to attach or detach (generous: loading and verifying the lab
+/// took up to 160 s in an emulated VM on two host cores).
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(300);
 const DETACH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often the sched_ext state and a scheduler process are polled while waiting for them.

@@ -29,11 +29,11 @@ wait_state() {
 start_lab() {
 	scx_eevdf_lab "$@" >"$LAB_LOG" 2>&1 &
 	LAB_PID=$!
-	# BPF verification under software emulation takes 10-40 s.
-	n=900
+	# Loading and BPF verification under software emulation take 40-160 s (2 host cores).
+	n=3000
 	while [ "$(scx_state)" != enabled ]; do
 		kill -0 "$LAB_PID" 2>/dev/null || fail "the daemon exited before attaching"
-		[ $n -gt 0 ] || fail "the scheduler did not attach within 90 s (state $(scx_state))"
+		[ $n -gt 0 ] || fail "the scheduler did not attach within 300 s (state $(scx_state))"
 		sleep 0.1; n=$((n - 1))
 	done
 	n=50; while [ ! -e /sys/fs/bpf/scx_eevdf_lab/knobs ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done

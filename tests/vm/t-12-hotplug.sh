@@ -9,7 +9,7 @@ wait_reload() {
 	n=0
 	while [ "$(cat $SCX/enable_seq)" = "$1" ] || [ "$(scx_state)" != enabled ]; do
 		sleep 0.5; n=$((n + 1))
-		[ $n -lt 180 ] || fail "no reload within 90 s after $2 (state $(scx_state))"
+		[ $n -lt 600 ] || fail "no reload within 300 s after $2 (state $(scx_state))"
 	done
 }
 

@@ -35,7 +35,7 @@ note "$out"
 [ $rc -eq 0 ] || { restore_limits; fail "spawn --threads 40000 exited with $rc"; }
 check "all 40,000 threads were created and ran" sh -c "echo '$out' | grep -q '40000 created, 0 failed, 40000 ran'"
 check "the pool's load-time cap was reached, and the daemon said so" grep -q "task pool is full" "$LAB_LOG"
-n=0; while ! lab_attached && [ $n -lt 900 ]; do sleep 0.1; n=$((n + 1)); done
+n=0; while ! lab_attached && [ $n -lt 3000 ]; do sleep 0.1; n=$((n + 1)); done
 check "the daemon reloaded the scheduler (enable_seq moved) and it is attached" \
 	sh -c "lab_attached() { [ \"\$(cat $SCX/state)\" = enabled ]; }; lab_attached && [ \$(cat $SCX/enable_seq) -ne $seq0 ]"
 check "it is ours" sh -c "case \$(cat $SCX/root/ops) in eevdf_lab*) ;; *) exit 1 ;; esac"
