@@ -1,16 +1,25 @@
 # Runs guest-side tests and prints one line per test and a final "N passed, N failed".
 # Usage: sh suite.sh [TEST...]
 #
-# Two kinds of boot (scripts/vm, scripts/test): a test with a "# boot: timing" line in its header
-# judges a timing-dependent effect (CPU shares, latencies, preemption counts, balancing within
-# 100 ms) and belongs in a timing boot (`scripts/vm --timing`: icount, guest time follows executed
-# instructions, host load cannot change it); every other test is functional and belongs in a
-# normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run, in name order.
+# Three kinds of boot (scripts/vm, scripts/test): a test with a "# boot: timing" line in its
+# header judges a timing-dependent effect (CPU shares, latencies, preemption counts, balancing
+# within 100 ms) and belongs in a timing boot (`scripts/vm --timing`: icount, guest time follows
+# executed instructions, host load cannot change it); one with "# boot: smp" needs a multi-level
+# topology (`scripts/vm --smp SPEC`: the guest sees lab.smp=SPEC); every other test is functional
+# and belongs in a normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run,
+# in name order.
 # shellcheck shell=sh
 cd "$(dirname "$0")" || exit 2
 boot=functional
 grep -qw lab.timing=1 /proc/cmdline && boot=timing
-boot_of() { if grep -qx '# boot: timing' "$1"; then echo timing; else echo functional; fi; }
+grep -q 'lab\.smp=' /proc/cmdline && boot=smp
+boot_of() {
+	case $(grep -x '# boot: [a-z]*' "$1" | head -n1) in
+	'# boot: timing') echo timing ;;
+	'# boot: smp') echo smp ;;
+	*) echo functional ;;
+	esac
+}
 tests=$*
 if [ -z "$tests" ]; then
 	for t in t-*.sh; do [ "$(boot_of "$t")" = $boot ] && tests="$tests $t"; done
