@@ -83,6 +83,10 @@ pub const NEEDS: &[Need] = &[
         "an ops flag the scheduler sets",
     ),
     need(
+        Probe::Enum("scx_ops_flags", "SCX_OPS_KEEP_BUILTIN_IDLE"),
+        "the built-in idle masks beside ops.update_idle",
+    ),
+    need(
         Probe::Field("sched_entity", "custom_slice"),
         "a task's own slice (sched_attr.sched_runtime)",
     ),
@@ -106,6 +110,7 @@ pub const NEEDS: &[Need] = &[
     op("exit"),
     op("cpu_acquire"),
     op("cpu_release"),
+    op("update_idle"),
     need(
         Probe::Kfunc("scx_bpf_pick_idle_cpu"),
         "an idle CPU for tasks moved off a CPU taken by a higher class or going offline",

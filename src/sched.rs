@@ -139,12 +139,7 @@ impl<'a> Scheduler<'a> {
             .set_max_entries(cap)
             .context("cannot size the task references")?;
         info!("task pool: {initial} slots, growing up to {cap} (from pid_max and threads-max)");
-        info!(
-            "topology: {} CPUs in {} LLC{}",
-            topo.nr_cpus,
-            topo.nr_llcs(),
-            if topo.nr_llcs() == 1 { "" } else { "s" }
-        );
+        info!("topology: {}", topo.describe());
         let mut skel =
             scx_ops_load!(skel, lab_ops, uei).context("cannot load the BPF scheduler")?;
 

@@ -260,6 +260,98 @@ fn scan_takes_sched_idle_cpus_for_normal_wakees() {
     assert_eq!(scan(&llc, 0, all, true), (-1, false));
 }
 
+// ---------------------------------------------------------------------------------------------
+// select_idle_core(), select_idle_smt()
+
+/// An LLC of `n` CPUs in `n / 2` SMT pairs: CPUs 2k and 2k + 1 share core k; all busy.
+fn busy_smt_llc(n: i32) -> Vec<lab_cpu_snap> {
+    (0..n).map(|i| busy_cpu(i, 0, (i / 2) as u32)).collect()
+}
+
+fn core_scan(llc: &[lab_cpu_snap], target_pos: u32, wakee_idle: bool) -> (i32, bool) {
+    let mut whole = false;
+    let cpu = unsafe {
+        host_select_idle_core_scan(
+            llc.as_ptr(),
+            llc.len() as u32,
+            target_pos,
+            wakee_idle,
+            &mut whole,
+        )
+    };
+    (cpu, whole)
+}
+
+#[test]
+fn idle_core_scan_prefers_a_whole_idle_core() {
+    // Core 1 (CPUs 2, 3) half idle, core 3 (CPUs 6, 7) wholly idle: from target 0 the scan meets
+    // CPU 3 first but takes the idle core, at the CPU where the scan met it.
+    let mut llc = busy_smt_llc(8);
+    llc[3] = idle_cpu(3, 0, 1);
+    llc[6] = idle_cpu(6, 0, 3);
+    llc[7] = idle_cpu(7, 0, 3);
+    assert_eq!(core_scan(&llc, 0, false), (6, true));
+    // From target 6 the scan starts at CPU 7: the same core, met at 7.
+    assert_eq!(core_scan(&llc, 6, false), (7, true));
+    // No whole idle core: the first idle CPU the scan saw is the fallback.
+    llc[7] = busy_cpu(7, 0, 3);
+    assert_eq!(core_scan(&llc, 0, false), (3, false));
+    // Nothing idle at all.
+    assert_eq!(core_scan(&busy_smt_llc(8), 0, false), (-1, false));
+}
+
+#[test]
+fn idle_core_scan_respects_affinity() {
+    // Core 2 (CPUs 4, 5) is idle, but the task may not run on CPU 4: the core is still idle as a
+    // whole (the kernel looks at cpu_smt_mask(), not the task's mask), and its allowed CPU 5 is
+    // where the scan meets it.
+    let mut llc = busy_smt_llc(6);
+    llc[4] = idle_cpu(4, 0, 2);
+    llc[5] = idle_cpu(5, 0, 2);
+    llc[4].allowed = 0;
+    assert_eq!(core_scan(&llc, 0, false), (5, true));
+    // A fallback must be allowed: an idle CPU outside the mask is never it.
+    let mut llc = busy_smt_llc(4);
+    llc[1] = idle_cpu(1, 0, 0);
+    llc[1].allowed = 0;
+    assert_eq!(core_scan(&llc, 3, false), (-1, false));
+}
+
+#[test]
+fn idle_core_scan_takes_sched_idle_fallbacks_for_normal_wakees() {
+    let mut llc = busy_smt_llc(4);
+    llc[2] = cpu(2, 0, 1, &[IDLE_W]);
+    assert_eq!(core_scan(&llc, 0, false), (2, false));
+    assert_eq!(core_scan(&llc, 0, true), (-1, false));
+}
+
+#[test]
+fn select_idle_smt_takes_an_idle_sibling_of_prev_in_the_llc() {
+    let sib = idle_cpu(5, 1, 2);
+    unsafe {
+        assert!(host_select_idle_smt_ok(&sib, 4, 1, false));
+        // prev itself, another LLC, a disallowed or busy sibling: no.
+        assert!(!host_select_idle_smt_ok(&sib, 5, 1, false));
+        assert!(!host_select_idle_smt_ok(&sib, 4, 0, false));
+        let mut off = sib;
+        off.allowed = 0;
+        assert!(!host_select_idle_smt_ok(&off, 4, 1, false));
+        assert!(!host_select_idle_smt_ok(&busy_cpu(5, 1, 2), 4, 1, false));
+        assert!(host_select_idle_smt_ok(
+            &cpu(5, 1, 2, &[IDLE_W]),
+            4,
+            1,
+            false
+        ));
+        assert!(!host_select_idle_smt_ok(
+            &cpu(5, 1, 2, &[IDLE_W]),
+            4,
+            1,
+            true
+        ));
+    }
+}
+
 #[test]
 fn idle_scan_budget_refresh_period() {
     let period = LAB_IDLE_SCAN_PERIOD_NS as u64;

@@ -182,6 +182,14 @@ pub struct Metrics {
     pub sis_none: u64,
     #[stat(desc = "idle scans that SIS_UTIL cut short or skipped")]
     pub sis_scan_limited: u64,
+    #[stat(desc = "select_idle_sibling(): an idle SMT sibling of the previous CPU")]
+    pub sis_smt: u64,
+    #[stat(desc = "select_idle_sibling(): the LLC scan found a wholly idle core")]
+    pub sis_idle_core: u64,
+    #[stat(desc = "idle-core scans that found none (has_idle_cores cleared)")]
+    pub sis_idle_core_none: u64,
+    #[stat(desc = "CPUs going idle that completed an idle core (__update_idle_core())")]
+    pub idle_core_set: u64,
     #[stat(desc = "entities that changed queue")]
     pub migrations: u64,
     #[stat(desc = "newidle balance attempts (nothing to run at dispatch)")]
@@ -332,6 +340,10 @@ pub const COUNTERS: &[&str] = &[
     "sis_scan",
     "sis_none",
     "sis_scan_limited",
+    "sis_smt",
+    "sis_idle_core",
+    "sis_idle_core_none",
+    "idle_core_set",
     "migrations",
     "newidle",
     "newidle_gated",
@@ -489,14 +501,18 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "sibling target {} prev {} kthread {} recent {} scan {} none {} (scan limited {})",
+            "sibling target {} prev {} kthread {} recent {} smt {} idle core {} scan {} none {} (scan limited {}) | idle cores: set {} none found {}",
             self.sis_target,
             self.sis_prev,
             self.sis_kthread,
             self.sis_recent,
+            self.sis_smt,
+            self.sis_idle_core,
             self.sis_scan,
             self.sis_none,
-            self.sis_scan_limited
+            self.sis_scan_limited,
+            self.idle_core_set,
+            self.sis_idle_core_none
         )?;
         writeln!(
             w,

@@ -1,7 +1,7 @@
 //! The machine's CPUs: how many are online (what the kernel scales base_slice_ns by), which
 //! ones this process may run on (what the bench places its tasks on), and the topology the BPF
-//! scheduler's CPU selection and balancing work with: LLCs (the balancing and idle-scan domain)
-//! and cores (SMT siblings), from scx_utils' Topology.
+//! scheduler's CPU selection and balancing work with: NUMA nodes, LLCs (the balancing and
+//! idle-scan domain) and cores (SMT siblings), from scx_utils' Topology.
 //!
 //! It only reads; it does not decide placement or scheduling policy (that is BPF's and the
 //! bench workloads').
@@ -10,13 +10,11 @@ use crate::bpf_intf;
 use anyhow::{Result, bail};
 
 const MAX: usize = bpf_intf::lab_consts_LAB_MAX_CPUS as usize;
+/// SMT siblings per core the BPF side walks at most.
+const SMT_MAX: usize = bpf_intf::lab_consts_LAB_MAX_SMT as usize;
 
 /// Where the kernel lists the online CPUs (a cpulist such as `0-3,8`).
 const ONLINE_CPUS_PATH: &str = "/sys/devices/system/cpu/online";
-
-/// Offset of the core index given to CPUs the topology does not list, so that no two of them
-/// (and no listed CPU) share a core.
-const UNLISTED_CORE_BASE: u32 = 1_000_000;
 
 /// The number of online CPUs, as the kernel's num_online_cpus() counts them when it scales
 /// base_slice_ns: not this process's affinity (a bench under `taskset -c 3` sees one CPU).
@@ -61,64 +59,104 @@ pub fn allowed_cpus() -> Vec<usize> {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Topo {
     pub nr_cpus: u32,
+    /// NUMA node index (dense, 0..) of each CPU.
+    pub cpu_node: Vec<u32>,
+    pub nr_nodes: u32,
     /// LLC index (dense, 0..) of each CPU.
     pub cpu_llc: Vec<u32>,
-    /// Core index of each CPU (SMT siblings share it).
+    /// Core index (dense, 0..) of each CPU (SMT siblings share it).
     pub cpu_core: Vec<u32>,
     /// CPUs grouped by LLC, and where each LLC starts in that list.
     pub llc_cpus: Vec<u32>,
     pub llc_start: Vec<u32>,
     pub llc_size: Vec<u32>,
     pub cpu_llc_pos: Vec<u32>,
+    /// CPUs grouped by core (each core's SMT siblings, in CPU order), and where each core starts.
+    pub core_cpus: Vec<u32>,
+    pub core_start: Vec<u32>,
+    pub core_size: Vec<u32>,
+    /// Some core has more than one CPU: sched_smt_active().
+    pub smt_active: bool,
+}
+
+/// A CPU as the topology lists it: its number, NUMA node, LLC and core (ids need not be dense).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuIds {
+    pub cpu: usize,
+    pub node: usize,
+    pub llc: usize,
+    pub core: usize,
+}
+
+/// Sorted, deduplicated ids and the dense index of each.
+fn dense<T: Ord + Copy>(ids: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = ids.collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The members of each group, in ascending order, laid out one group after another: (list,
+/// start of each group, size of each group, position of each member in its group).
+fn runs(groups: &mut [Vec<u32>], nr: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+    let (mut list, mut start, mut size, mut pos) =
+        (Vec::new(), Vec::new(), Vec::new(), vec![0; nr]);
+    for g in groups.iter_mut() {
+        g.sort();
+        start.push(list.len() as u32);
+        size.push(g.len() as u32);
+        for (i, &cpu) in g.iter().enumerate() {
+            pos[cpu as usize] = i as u32;
+            list.push(cpu);
+        }
+    }
+    (list, start, size, pos)
 }
 
 impl Topo {
-    /// Builds the layout from (cpu, llc id, core id) triples; ids need not be dense.
-    pub fn from_cpus(nr_cpus: usize, cpus: &[(usize, usize, usize)]) -> Result<Topo> {
+    /// Builds the layout for @nr_cpus possible CPUs from the CPUs the topology lists. A CPU it
+    /// does not list (offline) gets an LLC and a core of its own, in node 0.
+    pub fn from_cpus(nr_cpus: usize, cpus: &[CpuIds]) -> Result<Topo> {
         if nr_cpus == 0 || nr_cpus > MAX {
             bail!("{nr_cpus} possible CPUs: the lab supports 1..={MAX}");
         }
-        let mut llc_ids: Vec<usize> = cpus.iter().map(|c| c.1).collect();
-        llc_ids.sort();
-        llc_ids.dedup();
-        let mut core_ids: Vec<(usize, usize)> = cpus.iter().map(|c| (c.1, c.2)).collect();
-        core_ids.sort();
-        core_ids.dedup();
+        let cpus: Vec<CpuIds> = cpus.iter().copied().filter(|c| c.cpu < nr_cpus).collect();
+        let node_ids = dense(cpus.iter().map(|c| c.node));
+        let llc_ids = dense(cpus.iter().map(|c| (c.node, c.llc)));
+        let core_ids = dense(cpus.iter().map(|c| (c.node, c.llc, c.core)));
         let mut t = Topo {
             nr_cpus: nr_cpus as u32,
+            cpu_node: vec![0; nr_cpus],
+            nr_nodes: node_ids.len().max(1) as u32,
             cpu_llc: vec![0; nr_cpus],
-            cpu_core: (0..nr_cpus as u32)
-                .map(|c| c + UNLISTED_CORE_BASE)
-                .collect(),
-            cpu_llc_pos: vec![0; nr_cpus],
+            cpu_core: vec![0; nr_cpus],
             ..Default::default()
         };
-        // CPUs the topology does not list (offline) get an LLC of their own.
-        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); llc_ids.len()];
+        let mut llcs: Vec<Vec<u32>> = vec![Vec::new(); llc_ids.len()];
+        let mut cores: Vec<Vec<u32>> = vec![Vec::new(); core_ids.len()];
         let mut listed = vec![false; nr_cpus];
-        for &(cpu, llc, core) in cpus {
-            if cpu >= nr_cpus {
-                continue;
-            }
-            let l = llc_ids.binary_search(&llc).unwrap();
-            t.cpu_llc[cpu] = l as u32;
-            t.cpu_core[cpu] = core_ids.binary_search(&(llc, core)).unwrap() as u32;
-            groups[l].push(cpu as u32);
-            listed[cpu] = true;
+        for c in &cpus {
+            let l = llc_ids.binary_search(&(c.node, c.llc)).unwrap();
+            let k = core_ids.binary_search(&(c.node, c.llc, c.core)).unwrap();
+            t.cpu_node[c.cpu] = node_ids.binary_search(&c.node).unwrap() as u32;
+            t.cpu_llc[c.cpu] = l as u32;
+            t.cpu_core[c.cpu] = k as u32;
+            llcs[l].push(c.cpu as u32);
+            cores[k].push(c.cpu as u32);
+            listed[c.cpu] = true;
         }
-        for (cpu, _) in listed.iter().enumerate().filter(|(_, l)| !**l) {
-            t.cpu_llc[cpu] = groups.len() as u32;
-            groups.push(vec![cpu as u32]);
+        for cpu in (0..nr_cpus).filter(|&c| !listed[c]) {
+            t.cpu_llc[cpu] = llcs.len() as u32;
+            llcs.push(vec![cpu as u32]);
+            t.cpu_core[cpu] = cores.len() as u32;
+            cores.push(vec![cpu as u32]);
         }
-        for g in &mut groups {
-            g.sort();
-            t.llc_start.push(t.llc_cpus.len() as u32);
-            t.llc_size.push(g.len() as u32);
-            for (pos, &cpu) in g.iter().enumerate() {
-                t.cpu_llc_pos[cpu as usize] = pos as u32;
-                t.llc_cpus.push(cpu);
-            }
+        if cores.iter().any(|c| c.len() > SMT_MAX) {
+            bail!("a core with more than {SMT_MAX} SMT siblings: the lab supports {SMT_MAX}");
         }
+        t.smt_active = cores.iter().any(|c| c.len() > 1);
+        (t.llc_cpus, t.llc_start, t.llc_size, t.cpu_llc_pos) = runs(&mut llcs, nr_cpus);
+        (t.core_cpus, t.core_start, t.core_size, _) = runs(&mut cores, nr_cpus);
         Ok(t)
     }
 
@@ -126,16 +164,38 @@ impl Topo {
     pub fn detect() -> Result<Topo> {
         let topo = scx_utils::Topology::new()?;
         let nr = libbpf_rs::num_possible_cpus()?;
-        let cpus: Vec<(usize, usize, usize)> = topo
+        let cpus: Vec<CpuIds> = topo
             .all_cpus
             .values()
-            .map(|c| (c.id, c.llc_id, c.core_id))
+            .map(|c| CpuIds {
+                cpu: c.id,
+                node: c.node_id,
+                llc: c.llc_id,
+                core: c.core_id,
+            })
             .collect();
         Topo::from_cpus(nr, &cpus)
     }
 
     pub fn nr_llcs(&self) -> u32 {
         self.llc_size.len() as u32
+    }
+
+    pub fn nr_cores(&self) -> u32 {
+        self.core_size.len() as u32
+    }
+
+    /// One line for the log: "8 CPUs in 2 LLCs, 2 NUMA nodes, 4 cores (SMT)".
+    pub fn describe(&self) -> String {
+        let n = |k: u32, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        format!(
+            "{} in {}, {}, {}{}",
+            n(self.nr_cpus, "CPU", "CPUs"),
+            n(self.nr_llcs(), "LLC", "LLCs"),
+            n(self.nr_nodes, "NUMA node", "NUMA nodes"),
+            n(self.nr_cores(), "core", "cores"),
+            if self.smt_active { " (SMT)" } else { "" }
+        )
     }
 }
 
@@ -145,6 +205,21 @@ macro_rules! fill_topo {
         let t: &$crate::topology::Topo = $t;
         $dst.nr_cpus = t.nr_cpus;
         $dst.nr_llcs = t.nr_llcs();
+        $dst.nr_nodes = t.nr_nodes;
+        $dst.nr_cores = t.nr_cores();
+        $dst.smt_active = t.smt_active as u32;
+        for (i, v) in t.cpu_node.iter().enumerate() {
+            $dst.cpu_node[i] = *v;
+        }
+        for (i, v) in t.core_start.iter().enumerate() {
+            $dst.core_start[i] = *v;
+        }
+        for (i, v) in t.core_size.iter().enumerate() {
+            $dst.core_size[i] = *v;
+        }
+        for (i, v) in t.core_cpus.iter().enumerate() {
+            $dst.core_cpus[i] = *v;
+        }
         for (i, v) in t.cpu_llc.iter().enumerate() {
             $dst.cpu_llc[i] = *v;
         }
@@ -171,17 +246,28 @@ pub(crate) use fill_topo;
 mod tests {
     use super::*;
 
+    fn ids(v: &[(usize, usize, usize, usize)]) -> Vec<CpuIds> {
+        v.iter()
+            .map(|&(cpu, node, llc, core)| CpuIds {
+                cpu,
+                node,
+                llc,
+                core,
+            })
+            .collect()
+    }
+
     #[test]
     fn groups_cpus_by_llc_with_positions() {
         // Two LLCs (ids 7 and 3), SMT pairs (0,4) (1,5) in LLC 7, CPU 6 unlisted (offline).
-        let cpus = [
-            (0, 7, 0),
-            (4, 7, 0),
-            (1, 7, 1),
-            (5, 7, 1),
-            (2, 3, 2),
-            (3, 3, 3),
-        ];
+        let cpus = ids(&[
+            (0, 0, 7, 0),
+            (4, 0, 7, 0),
+            (1, 0, 7, 1),
+            (5, 0, 7, 1),
+            (2, 0, 3, 2),
+            (3, 0, 3, 3),
+        ]);
         let t = Topo::from_cpus(7, &cpus).unwrap();
         assert_eq!(t.nr_llcs(), 3);
         // LLC ids are dense and sorted: 3 -> 0, 7 -> 1; the offline CPU gets LLC 2.
@@ -194,11 +280,44 @@ mod tests {
             let at = (t.llc_start[l] + t.cpu_llc_pos[cpu]) as usize;
             assert_eq!(t.llc_cpus[at], cpu as u32);
         }
-        // SMT siblings share a core index, others do not.
+        // SMT siblings share a core index, others do not; cores are dense.
         assert_eq!(t.cpu_core[0], t.cpu_core[4]);
         assert_ne!(t.cpu_core[0], t.cpu_core[1]);
         assert_ne!(t.cpu_core[6], t.cpu_core[0]);
+        assert_eq!(t.nr_cores(), 5);
+        assert!(t.smt_active);
+        for cpu in 0..7u32 {
+            let k = t.cpu_core[cpu as usize] as usize;
+            let (s, n) = (t.core_start[k] as usize, t.core_size[k] as usize);
+            assert!(t.core_cpus[s..s + n].contains(&cpu));
+        }
+        assert_eq!(t.describe(), "7 CPUs in 3 LLCs, 1 NUMA node, 5 cores (SMT)");
         assert!(Topo::from_cpus(0, &[]).is_err());
+    }
+
+    /// `--smp sockets=2,cores=2,threads=2`: Linux numbers the threads of a core next to each
+    /// other; each socket is a node and an LLC.
+    #[test]
+    fn two_sockets_of_smt_cores() {
+        let cpus: Vec<_> = (0..8).map(|c| (c, c / 4, c / 4, c / 2)).collect();
+        let t = Topo::from_cpus(8, &ids(&cpus)).unwrap();
+        assert_eq!(t.cpu_node, vec![0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!(t.nr_nodes, 2);
+        assert_eq!(t.cpu_core, vec![0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!(t.core_cpus, (0..8).collect::<Vec<u32>>());
+        assert_eq!(t.core_size, vec![2; 4]);
+        assert_eq!(
+            t.describe(),
+            "8 CPUs in 2 LLCs, 2 NUMA nodes, 4 cores (SMT)"
+        );
+        // One thread per core: no SMT.
+        let flat: Vec<_> = (0..4).map(|c| (c, 0, 0, c)).collect();
+        let t = Topo::from_cpus(4, &ids(&flat)).unwrap();
+        assert!(!t.smt_active);
+        assert_eq!(t.describe(), "4 CPUs in 1 LLC, 1 NUMA node, 4 cores");
+        // More siblings than the BPF side walks.
+        let wide: Vec<_> = (0..SMT_MAX + 1).map(|c| (c, 0, 0, 0)).collect();
+        assert!(Topo::from_cpus(SMT_MAX + 1, &ids(&wide)).is_err());
     }
 
     /// A process pinned to one CPU (a bench under `taskset -c 3`) must still scale the slice by

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * CPUs that sched_ext loses for a while: taken by a higher class (ops.cpu_release /
- * ops.cpu_acquire), or going offline and coming back (ops.cpu_offline / ops.cpu_online, built
- * only with LAB_HOTPLUG_OPS).
+ * CPUs going idle (ops.update_idle), and CPUs that sched_ext loses for a while: taken by a higher
+ * class (ops.cpu_release / ops.cpu_acquire), or going offline and coming back (ops.cpu_offline /
+ * ops.cpu_online, built only with LAB_HOTPLUG_OPS).
  */
 #ifndef __LAB_CPUS_BPF_H
 #define __LAB_CPUS_BPF_H
@@ -32,6 +32,17 @@ void BPF_STRUCT_OPS(lab_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 	scx_bpf_put_idle_cpumask(idle);
 	if (kick >= 0 && kick < topo.nr_cpus && kick != cpu)
 		scx_bpf_kick_cpu(kick, SCX_KICK_IDLE);
+}
+
+/*
+ * ops.update_idle: @cpu enters or leaves idle. With SMT, a CPU going idle beside idle siblings
+ * marks its LLC as having an idle core (__update_idle_core()). SCX_OPS_KEEP_BUILTIN_IDLE keeps
+ * the built-in idle masks, which CPU selection reads.
+ */
+void BPF_STRUCT_OPS(lab_update_idle, s32 cpu, bool idle)
+{
+	if (idle && topo.smt_active)
+		update_idle_core(cpu);
 }
 
 /* ops.cpu_acquire: @cpu is back for sched_ext. */

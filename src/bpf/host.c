@@ -184,6 +184,46 @@ s32 host_select_idle_cpu(const struct lab_cpu_snap *llc, u32 size, u32 target_po
 	}
 	return -1;
 }
+/*
+ * select_idle_cpu() with an idle core known, as select.bpf.h runs it, over an LLC given as
+ * snapshots in position (CPU) order whose SMT siblings share ->core: every core once, at its first
+ * allowed CPU after the target; a wholly idle core's CPU (*whole set), else the fallback.
+ */
+s32 host_select_idle_core_scan(const struct lab_cpu_snap *llc, u32 size, u32 target_pos,
+			       bool wakee_idle, bool *whole)
+{
+	s32 idle_cpu = -1;
+	u32 k, j;
+
+	*whole = false;
+	for (k = 1; k < size + 1; k++) {
+		u32 at = (target_pos + k) % size;
+		const struct lab_cpu_snap *c = &llc[at];
+		bool visited = false, core_idle = true;
+
+		if (!c->allowed)
+			continue;
+		for (j = 0; j < size; j++)
+			if (j != at && llc[j].core == c->core && llc[j].allowed &&
+			    lab_scan_rank(j, target_pos, size) < lab_scan_rank(at, target_pos, size))
+				visited = true;
+		if (visited)
+			continue;
+		for (j = 0; j < size; j++)
+			if (llc[j].core == c->core &&
+			    lab_select_idle_core_step(&llc[j], wakee_idle, &core_idle, &idle_cpu))
+				break;
+		if (core_idle) {
+			*whole = true;
+			return c->cpu;
+		}
+	}
+	return idle_cpu;
+}
+bool host_select_idle_smt_ok(const struct lab_cpu_snap *c, s32 prev, u32 llc, bool wakee_idle)
+{
+	return lab_select_idle_smt_ok(c, prev, llc, wakee_idle);
+}
 bool host_idle_scan_stale(u64 now, u64 stamp) { return lab_idle_scan_stale(now, stamp); }
 bool host_task_hot(const struct lab_lb_env *env, const struct lab_lb_task *t) { return lab_task_hot(env, t); }
 bool host_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env, const struct lab_lb_task *t)

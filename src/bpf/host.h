@@ -87,6 +87,9 @@ u32 host_select_idle_sibling(const struct lab_sis *s, s32 *cpu);
 s32 host_idle_scan_budget(u32 nr_idle_scan, u32 llc_size, bool sis_util);
 s32 host_select_idle_cpu(const struct lab_cpu_snap *llc, u32 size, u32 target_pos, s32 budget,
 			 bool wakee_idle, bool *limited);
+s32 host_select_idle_core_scan(const struct lab_cpu_snap *llc, u32 size, u32 target_pos,
+			       bool wakee_idle, bool *whole);
+bool host_select_idle_smt_ok(const struct lab_cpu_snap *c, s32 prev, u32 llc, bool wakee_idle);
 bool host_idle_scan_stale(u64 now, u64 stamp);
 bool host_task_hot(const struct lab_lb_env *env, const struct lab_lb_task *t);
 bool host_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env, const struct lab_lb_task *t);

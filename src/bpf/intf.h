@@ -20,6 +20,8 @@ struct bpf_spin_lock {
 
 enum lab_consts {
 	LAB_MAX_CPUS = 512,
+	/* SMT siblings of one core that CPU selection walks (cpu_smt_mask()). */
+	LAB_MAX_SMT = 8,
 	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
 	 * kernel's PID_MAX_LIMIT, so that every task the kernel can create has one. */
 	LAB_MAX_SLOTS = 1 << 22,
@@ -152,6 +154,10 @@ enum lab_stat {
 	LAB_ST_SIS_SCAN,		/* ... the LLC scan found an idle CPU */
 	LAB_ST_SIS_NONE,		/* ... nothing idle: the target */
 	LAB_ST_SIS_SCAN_LIMITED,	/* scans that SIS_UTIL cut short or skipped */
+	LAB_ST_SIS_SMT,			/* ... an idle SMT sibling of the previous CPU (select_idle_smt()) */
+	LAB_ST_SIS_IDLE_CORE,		/* ... the scan found a wholly idle core (select_idle_core()) */
+	LAB_ST_SIS_IDLE_CORE_NONE,	/* idle-core scans that found none (has_idle_cores cleared) */
+	LAB_ST_IDLE_CORE_SET,		/* CPUs going idle that completed an idle core (__update_idle_core()) */
 	/* balancing */
 	LAB_ST_MIGRATE,			/* entities that changed queue */
 	LAB_ST_NEWIDLE,			/* newidle balance attempts (nothing to run at dispatch) */
@@ -238,12 +244,19 @@ struct lab_event {
 struct lab_topo {
 	u32 nr_cpus;			/* possible CPUs */
 	u32 nr_llcs;
+	u32 nr_nodes;			/* NUMA nodes */
+	u32 nr_cores;
+	u32 smt_active;			/* some core has SMT siblings: sched_smt_active() */
+	u32 cpu_node[LAB_MAX_CPUS];	/* NUMA node index of each CPU */
 	u32 cpu_llc[LAB_MAX_CPUS];	/* LLC index of each CPU */
 	u32 cpu_core[LAB_MAX_CPUS];	/* core index (SMT siblings share it) */
 	u32 cpu_llc_pos[LAB_MAX_CPUS];	/* the CPU's position in llc_cpus[] */
 	u32 llc_start[LAB_MAX_CPUS];	/* first position of each LLC in llc_cpus[] */
 	u32 llc_size[LAB_MAX_CPUS];	/* CPUs of each LLC */
 	u32 llc_cpus[LAB_MAX_CPUS];	/* CPUs grouped by LLC */
+	u32 core_start[LAB_MAX_CPUS];	/* first position of each core in core_cpus[] */
+	u32 core_size[LAB_MAX_CPUS];	/* CPUs of each core (its SMT siblings) */
+	u32 core_cpus[LAB_MAX_CPUS];	/* CPUs grouped by core: cpu_smt_mask() of each */
 };
 
 #endif /* __LAB_INTF_H */

@@ -156,6 +156,8 @@ const volatile struct lab_topo topo;
 /* SIS_UTIL's scan budget per LLC and when it was last computed. */
 u32 llc_nr_idle_scan[LAB_MAX_CPUS];
 u64 llc_scan_stamp[LAB_MAX_CPUS];
+/* sd_llc_shared's has_idle_cores per LLC: some core of it may be idle as a whole (SMT only). */
+u32 llc_has_idle_cores[LAB_MAX_CPUS];
 
 /* Decision counters, one row per CPU (read by the daemon through the mmapped .bss). */
 u64 lab_stats[LAB_MAX_CPUS][LAB_STATS_STRIDE] __attribute__((aligned(64)));
@@ -821,6 +823,7 @@ SCX_OPS_DEFINE(lab_ops,
 	       .yield = (void *)lab_yield,
 	       .cpu_acquire = (void *)lab_cpu_acquire,
 	       .cpu_release = (void *)lab_cpu_release,
+	       .update_idle = (void *)lab_update_idle,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,
 	       .disable = (void *)lab_disable,
@@ -828,6 +831,7 @@ SCX_OPS_DEFINE(lab_ops,
 	       .dump = (void *)lab_dump,
 	       .init = (void *)lab_init,
 	       .exit = (void *)lab_exit,
-	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED,
+	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED |
+			SCX_OPS_KEEP_BUILTIN_IDLE,
 	       .timeout_ms = LAB_WATCHDOG_MS,
 	       .name = "eevdf_lab");

@@ -13,8 +13,9 @@
  *    (sched_idle_rq()), but tasks of other classes on it are not seen;
  *  - loads are the lab's PELT (pelt.h: the kernel's arithmetic on the lab's queues; the kernel
  *    keeps none for sched_ext tasks); capacities are taken as equal;
- *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no idle-core
- *    or SMT-sibling pass (select_idle_core(), select_idle_smt()), no cluster pass;
+ *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no cluster
+ *    pass; the LLC's has_idle_cores hint is set from ops.update_idle (a CPU going idle beside
+ *    idle siblings), the kernel's from the idle task's set_next_task;
  *  - a fork goes to the idlest allowed CPU (idle first, else least loaded) instead of the full
  *    sched_balance_find_dst_cpu() group search.
  */
@@ -203,30 +204,172 @@ static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
 	}
 }
 
+/* The LLC index of @cpu, masked for the verifier. */
+static __always_inline u32 cpu_llc(s32 cpu)
+{
+	return topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+}
+
+/* test_idle_cores(): the hint of @cpu's LLC that some core of it is idle as a whole. */
+static __always_inline bool test_idle_cores(s32 cpu)
+{
+	return READ_ONCE(llc_has_idle_cores[cpu_llc(cpu)]);
+}
+
+/* set_idle_cores() */
+static __always_inline void set_idle_cores(s32 cpu, u32 val)
+{
+	WRITE_ONCE(llc_has_idle_cores[cpu_llc(cpu)], val);
+}
+
+/* The SMT siblings of @cpu (cpu_smt_mask(), @cpu included): where they start in topo.core_cpus
+ * and how many (at most LAB_MAX_SMT). */
+static __always_inline u32 core_span(s32 cpu, u32 *start)
+{
+	u32 core = topo.cpu_core[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+	u32 n = topo.core_size[core];
+
+	*start = topo.core_start[core];
+	return n < LAB_MAX_SMT ? n : LAB_MAX_SMT;
+}
+
+/*
+ * Mirrors __update_idle_core(): @cpu goes idle; if every sibling is idle too, its LLC has an idle
+ * core. Called from ops.update_idle; the kernel calls it when the idle task is picked.
+ */
+static __always_inline void update_idle_core(s32 cpu)
+{
+	const struct cpumask *idle;
+	u32 start, n, i;
+	bool all = true;
+
+	if (test_idle_cores(cpu))
+		return;
+	n = core_span(cpu, &start);
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 0, n) {
+		s32 sib = topo.core_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (sib != cpu && !available_idle(sib, idle)) {
+			all = false;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	if (all) {
+		set_idle_cores(cpu, 1);
+		stat_inc(LAB_ST_IDLE_CORE_SET);
+	}
+}
+
+/*
+ * Mirrors select_idle_smt(): an idle SMT sibling of @prev, in the target's LLC @llc, that @p may
+ * run on; -1 if none. Not inlined: its snapshot stays off the stack of select_task_rq_fair().
+ */
+static __noinline s32 select_idle_smt(struct task_struct *p, s32 prev, u32 llc, bool wakee_idle,
+				      const struct cpumask *idle)
+{
+	struct lab_cpu_snap c;
+	u32 start, n, i;
+
+	n = core_span(prev, &start);
+	bpf_for(i, 0, n) {
+		s32 sib = topo.core_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		cpu_snap(sib, p, idle, &c);
+		if (lab_select_idle_smt_ok(&c, prev, llc, wakee_idle))
+			return sib;
+	}
+	return -1;
+}
+
+/*
+ * Has the idle-core scan from after the LLC position @target_pos looked at @cpu's core already?
+ * It has if an allowed sibling comes earlier in the scan: the kernel takes a core's siblings out
+ * of the scanned mask once it has looked at it (select_idle_core()).
+ */
+static __always_inline bool core_scanned(struct task_struct *p, s32 cpu, u32 target_pos, u32 size)
+{
+	u32 rank = lab_scan_rank(topo.cpu_llc_pos[cpu & (LAB_MAX_CPUS - 1)], target_pos, size);
+	u32 start, n, i;
+
+	n = core_span(cpu, &start);
+	bpf_for(i, 0, n) {
+		s32 sib = topo.core_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+		u32 at = topo.cpu_llc_pos[sib & (LAB_MAX_CPUS - 1)];
+
+		if (sib != cpu && allowed(p, sib) && lab_scan_rank(at, target_pos, size) < rank)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Mirrors select_idle_core(): @cpu if its core is idle as a whole; else -1, and *@idle_cpu
+ * becomes the first allowed idle sibling if no fallback was known. Not inlined: its snapshot
+ * stays off the stack of select_task_rq_fair().
+ */
+static __noinline s32 select_idle_core(struct task_struct *p, s32 cpu, bool wakee_idle,
+				       const struct cpumask *idle, s32 *idle_cpu)
+{
+	struct lab_cpu_snap c;
+	bool core_idle = true;
+	u32 start, n, i;
+
+	if (!idle_cpu)
+		return -1;
+	n = core_span(cpu, &start);
+	bpf_for(i, 0, n) {
+		s32 sib = topo.core_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		cpu_snap(sib, p, idle, &c);
+		if (lab_select_idle_core_step(&c, wakee_idle, &core_idle, idle_cpu))
+			break;
+	}
+	return core_idle ? cpu : -1;
+}
+
 /*
  * Mirrors select_idle_cpu(): scan the target's LLC from the CPU after the target around to the
- * target, SIS_UTIL's budget spent on allowed CPUs only; differs: no idle-core or cluster pass.
+ * target. With an idle core known (@has_idle_core) every core is looked at once for one idle as a
+ * whole (select_idle_core()), the first idle CPU seen being the fallback, and the hint is cleared
+ * when none is found; otherwise the first idle CPU, SIS_UTIL's budget spent on allowed CPUs only.
+ * Sets *@whole_core when it returns an idle core's CPU. Differs: no cluster pass.
  */
-static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target, bool wakee_idle,
-					   const struct lab_params *params,
-					   const struct cpumask *idle, u64 now)
+static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target, bool has_idle_core,
+					   bool wakee_idle, const struct lab_params *params,
+					   const struct cpumask *idle, u64 now, bool *whole_core)
 {
-	u32 llc = topo.cpu_llc[target & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+	u32 llc = cpu_llc(target);
 	u32 size = topo.llc_size[llc], start = topo.llc_start[llc];
 	u32 pos = topo.cpu_llc_pos[target & (LAB_MAX_CPUS - 1)];
+	bool sis_util = sched_feat(params, SIS_UTIL);
 	s32 budget, found = -1;
 	u32 k;
 
 	if (!size)
 		return -1;
 	update_idle_cpu_scan(target, now);
-	budget = lab_idle_scan_budget(READ_ONCE(llc_nr_idle_scan[llc]), size,
-				      sched_feat(params, SIS_UTIL));
+	budget = lab_idle_scan_budget(READ_ONCE(llc_nr_idle_scan[llc]), size, sis_util);
+	if (sis_util && budget == 1) {
+		/* The LLC counts as overloaded: no scan of either kind. */
+		stat_inc(LAB_ST_SIS_SCAN_LIMITED);
+		return -1;
+	}
 	bpf_for(k, 1, size + 1) {
 		s32 cpu = topo.llc_cpus[(start + (pos + k) % size) & (LAB_MAX_CPUS - 1)];
 		struct lab_cpu_snap c;
 		u32 r;
 
+		if (has_idle_core) {
+			if (!allowed(p, cpu) || core_scanned(p, cpu, pos, size))
+				continue;
+			if (select_idle_core(p, cpu, wakee_idle, idle, &found) >= 0) {
+				*whole_core = true;
+				return cpu;
+			}
+			continue;
+		}
 		cpu_snap(cpu, p, idle, &c);
 		r = lab_select_idle_cpu_step(&c, wakee_idle, &budget);
 		if (r == LAB_SCAN_STOP) {
@@ -238,14 +381,18 @@ static __always_inline s32 select_idle_cpu(struct task_struct *p, s32 target, bo
 			break;
 		}
 	}
+	if (has_idle_core) {
+		set_idle_cores(target, 0);
+		stat_inc(LAB_ST_SIS_IDLE_CORE_NONE);
+	}
 	return found;
 }
 
 /*
  * Mirrors select_idle_sibling() for the target and previous CPUs whose snapshots the caller put
  * in @s (taken once for wake_affine() and here); the recently used CPU is read only when it is a
- * third CPU (the only case the kernel looks at it). Differs: no asymmetric-capacity, idle-core,
- * SMT-sibling or cluster passes, and the fallback is the target (no prev_aff).
+ * third CPU (the only case the kernel looks at it). Differs: no asymmetric-capacity or cluster
+ * passes, and the fallback is the target (no prev_aff).
  */
 static __always_inline s32 select_idle_sibling(struct task_struct *p, struct task_ctx *tc,
 					       struct task_struct *waker, s32 this_cpu,
@@ -253,6 +400,7 @@ static __always_inline s32 select_idle_sibling(struct task_struct *p, struct tas
 					       const struct cpumask *idle, u64 now, bool *found)
 {
 	s32 recent = tc->recent_used_cpu, prev = s->prev.cpu, target = s->target.cpu, cpu;
+	bool has_idle_core = false, whole_core = false;
 	struct lab_rq *rq;
 	u32 step;
 
@@ -284,9 +432,20 @@ static __always_inline s32 select_idle_sibling(struct task_struct *p, struct tas
 		stat_inc(LAB_ST_SIS_RECENT);
 		return cpu;
 	}
-	cpu = select_idle_cpu(p, target, s->wakee_idle, params, idle, now);
+	if (topo.smt_active) {
+		has_idle_core = test_idle_cores(target);
+		if (!has_idle_core && lab_cpus_share_cache(&s->prev, &s->target)) {
+			cpu = select_idle_smt(p, prev, s->target.llc, s->wakee_idle, idle);
+			if (cpu >= 0) {
+				stat_inc(LAB_ST_SIS_SMT);
+				return cpu;
+			}
+		}
+	}
+	cpu = select_idle_cpu(p, target, has_idle_core, s->wakee_idle, params, idle, now,
+			      &whole_core);
 	if (cpu >= 0) {
-		stat_inc(LAB_ST_SIS_SCAN);
+		stat_inc(whole_core ? LAB_ST_SIS_IDLE_CORE : LAB_ST_SIS_SCAN);
 		return cpu;
 	}
 	*found = false;

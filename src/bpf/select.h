@@ -207,7 +207,8 @@ LAB_INLINE s32 lab_idle_scan_budget(u32 nr_idle_scan, u32 llc_size, bool sis_uti
 /*
  * Visit @c: a CPU outside the task's affinity is not part of the scanned mask and costs nothing;
  * every other one first spends a unit of @budget (the scan gives up when it reaches 0), then is
- * taken if choose_idle_cpu() says so. Differs: no idle-core pass (select_idle_core()).
+ * taken if choose_idle_cpu() says so. (With an idle core known, the scan looks at whole cores
+ * instead: lab_select_idle_core_step().)
  */
 LAB_INLINE u32 lab_select_idle_cpu_step(const struct lab_cpu_snap *c, bool wakee_idle, s32 *budget)
 {
@@ -216,6 +217,48 @@ LAB_INLINE u32 lab_select_idle_cpu_step(const struct lab_cpu_snap *c, bool wakee
 	if (--*budget <= 0)
 		return LAB_SCAN_STOP;
 	return lab_choose_idle_cpu(c, wakee_idle) ? LAB_SCAN_FOUND : LAB_SCAN_NEXT;
+}
+
+/*
+ * select_idle_smt()'s test of @c, an SMT sibling of the previous CPU @prev: another CPU, in the
+ * target's LLC (@llc), allowed and idle (choose_idle_cpu()).
+ */
+LAB_INLINE bool lab_select_idle_smt_ok(const struct lab_cpu_snap *c, s32 prev, u32 llc,
+				       bool wakee_idle)
+{
+	return c->cpu != prev && c->llc == llc && c->allowed && lab_choose_idle_cpu(c, wakee_idle);
+}
+
+/* Where the LLC position @at comes in a scan that starts after @target_pos and wraps around an
+ * LLC of @size CPUs: 0 for the first CPU visited, size - 1 for the target itself. */
+LAB_INLINE u32 lab_scan_rank(u32 at, u32 target_pos, u32 size)
+{
+	return (at + size - target_pos - 1) % size;
+}
+
+/*
+ * One SMT sibling @c of select_idle_core()'s look at a core, in CPU order: a sibling that is not
+ * idle makes the core busy (@core_idle false); until a fallback is known (@idle_cpu -1), the first
+ * allowed sibling that is idle, or that runs only SCHED_IDLE entities, becomes it. Returns true
+ * when the look at this core can stop: the core is busy and a fallback is known.
+ */
+LAB_INLINE bool lab_select_idle_core_step(const struct lab_cpu_snap *c, bool wakee_idle,
+					  bool *core_idle, s32 *idle_cpu)
+{
+	if (!lab_available_idle(c)) {
+		*core_idle = false;
+		if (*idle_cpu == -1) {
+			if (lab_choose_idle_cpu(c, wakee_idle) && c->allowed) {
+				*idle_cpu = c->cpu;
+				return true;
+			}
+			return false;
+		}
+		return true;
+	}
+	if (*idle_cpu == -1 && c->allowed)
+		*idle_cpu = c->cpu;
+	return false;
 }
 
 /* Is the LLC's scan budget, computed at @stamp, due for a refresh at @now? (0: never computed) */
