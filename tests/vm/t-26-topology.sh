@@ -50,7 +50,10 @@ check "lab: most probes go to the idle core (CPUs 2, 3), not to CPU 1" [ "$(coun
 check "lab: CPUs going idle beside idle siblings set the LLC's idle-core hint" [ "$(delta "$b" "$a" 3)" -gt 0 ]
 check "lab: the wakeup scan found an idle core" [ "$(delta "$b" "$a" 1)" -gt 0 ]
 
-# Cores 0 and 1 busy but CPU 1 idle: the idle sibling of the previous CPU.
+# Cores 0 and 1 busy but CPU 1 idle: the idle sibling of the previous CPU. Three hogs in the LLC
+# make SIS_UTIL count it as overloaded, which stops select_idle_cpu() (not select_idle_smt())
+# while a stale has_idle_cores hint sends the wakeup there: NO_SIS_UTIL keeps that out of it.
+scx_eevdf_lab features NO_SIS_UTIL >/dev/null || fail "cannot set NO_SIS_UTIL"
 h2=$(hog 2) h3=$(hog 3)
 sleep 0.5
 b=$(counters $F)
@@ -58,6 +61,7 @@ lab=$(probes 3)
 a=$(counters $F)
 note "lab: with CPUs 0, 2, 3 busy, probes woke on CPUs $lab; idle sibling $(delta "$b" "$a" 2), idle core scans that found none $(delta "$b" "$a" 4)"
 check "lab: with no idle core, most probes go to CPU 1, the sibling of their busy CPU" [ "$(count_in "$lab" 1)" -ge 2 ]
+scx_eevdf_lab features SIS_UTIL >/dev/null
 kill $h0 $h2 $h3
 check "still attached" lab_attached
 stop_lab
