@@ -125,3 +125,100 @@ mod tests {
         assert_eq!(d, BTreeMap::from([("enqueue".to_string(), c(5, 60))]));
     }
 }
+
+/// The verifier's logs of some programs, for finding where verification spends its time:
+/// `LAB_VERIFIER_LOG=DIR` (with `LAB_VERIFIER_LOG_PROGS=name,...`, default every program) makes
+/// the load keep each program's verifier log and write a summary of it to `DIR/<program>.lines`:
+/// the instructions walked per global function and per source line (`LAB_VERIFIER_LOG_LEVEL=2`,
+/// the default), or only the verifier's statistics and time (`LAB_VERIFIER_LOG_LEVEL=4`), in the
+/// log's tail, `DIR/<program>.tail`.
+pub struct VerifierLogs {
+    dir: std::path::PathBuf,
+    bufs: Vec<(String, Vec<u8>)>,
+}
+
+/// Room for one program's log: a walk of a million instructions takes about 60 MB.
+const VERIFIER_LOG_SIZE: usize = (u32::MAX >> 2) as usize;
+
+impl VerifierLogs {
+    /// Sets up the logs on the programs of `obj` before it is loaded; None without the variable.
+    pub fn request(obj: &mut libbpf_rs::OpenObject) -> Option<Self> {
+        let dir = std::path::PathBuf::from(std::env::var_os("LAB_VERIFIER_LOG")?);
+        let only = std::env::var("LAB_VERIFIER_LOG_PROGS").ok();
+        // 2: every instruction walked; 4: the statistics only (with the verification time).
+        let level = std::env::var("LAB_VERIFIER_LOG_LEVEL")
+            .ok()
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(2);
+        let wanted = |n: &str| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == n));
+        let mut bufs = Vec::new();
+        for mut prog in obj.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            if !wanted(&name) {
+                continue;
+            }
+            // calloc()'d pages: memory is used only as far as the kernel writes.
+            let mut buf = vec![
+                0u8;
+                if level & 3 != 0 {
+                    VERIFIER_LOG_SIZE
+                } else {
+                    1 << 16
+                }
+            ];
+            prog.set_log_level(level);
+            let raw = libbpf_rs::AsRawLibbpf::as_libbpf_object(&prog).as_ptr();
+            // SAFETY: the buffer lives in `self` until after the load, which writes into it.
+            unsafe {
+                libbpf_sys::bpf_program__set_log_buf(raw, buf.as_mut_ptr().cast(), buf.len() as _)
+            };
+            bufs.push((name, buf));
+        }
+        Some(Self { dir, bufs })
+    }
+
+    /// Writes, after the load (also a failed one), each log's summary: the instructions walked
+    /// per source line, most first (`DIR/<program>.lines`), and the log's last 64 KiB.
+    pub fn write(self) -> Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        for (name, buf) in &self.bufs {
+            let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            let text = String::from_utf8_lossy(&buf[..len]);
+            let mut per_line: BTreeMap<&str, u64> = BTreeMap::new();
+            let mut at = "?";
+            let mut total = 0u64;
+            let mut per_func: BTreeMap<&str, u64> = BTreeMap::new();
+            let mut func = "(main)";
+            for l in text.lines() {
+                if let Some(r) = l.strip_prefix("Validating ") {
+                    func = r.split('(').next().unwrap_or(r);
+                } else if let Some(i) = l
+                    .strip_prefix("; ")
+                    .and_then(|r| r.rfind(" @ ").map(|i| i + 2))
+                {
+                    at = &l[i + 3..];
+                } else if l
+                    .split_once(": (")
+                    .is_some_and(|(n, _)| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
+                {
+                    *per_line.entry(at).or_default() += 1;
+                    *per_func.entry(func).or_default() += 1;
+                    total += 1;
+                }
+            }
+            let mut v: Vec<_> = per_line.into_iter().collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1));
+            let mut out = format!("{total} instructions walked in {len} bytes of log\n");
+            for (k, n) in &per_func {
+                out += &format!("{n:>9} in {k}()\n");
+            }
+            for (k, n) in v {
+                out += &format!("{n:>9} {k}\n");
+            }
+            std::fs::write(self.dir.join(format!("{name}.lines")), out)?;
+            let tail = len.saturating_sub(65536);
+            std::fs::write(self.dir.join(format!("{name}.tail")), &buf[tail..len])?;
+        }
+        Ok(())
+    }
+}

@@ -9,7 +9,7 @@ use crate::features::{FeatureSet, Tunables};
 use crate::stats::{self, Metrics};
 use anyhow::{Context, Result};
 use crossbeam::channel::Receiver;
-use libbpf_rs::skel::Skel;
+use libbpf_rs::skel::{OpenSkel, Skel};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_stats::prelude::StatsServer;
@@ -140,8 +140,12 @@ impl<'a> Scheduler<'a> {
             .context("cannot size the task references")?;
         info!("task pool: {initial} slots, growing up to {cap} (from pid_max and threads-max)");
         info!("topology: {}", topo.describe());
-        let mut skel =
-            scx_ops_load!(skel, lab_ops, uei).context("cannot load the BPF scheduler")?;
+        let vlogs = crate::bpfstats::VerifierLogs::request(skel.open_object_mut());
+        let loaded = scx_ops_load!(skel, lab_ops, uei);
+        if let Some(v) = vlogs {
+            v.write().context("cannot write the verifier logs")?;
+        }
+        let mut skel = loaded.context("cannot load the BPF scheduler")?;
 
         if log::log_enabled!(log::Level::Debug) {
             for prog in skel.object().progs() {
