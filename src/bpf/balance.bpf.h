@@ -133,16 +133,18 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, lab_pool_t *pool,
 				      const struct lab_pull *pl, u64 *st, u32 *cands)
 {
 	struct lab_cfs *cfs = &rq->cfs;
-	u32 n, k = 0, i, verdict;
+	u32 n, k, i, verdict;
 	struct lab_lb_env env;
 
 	lb_env_init(pl, &env);
 	bpf_spin_lock(&rq->lock);
+	WRITE_ONCE(rq->pull_found, 0);
 	n = rb_first(cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN) {
 		struct lab_lb_task t = {};
 		lab_se_t *se;
 
+		k = READ_ONCE(rq->pull_found);
 		if (!n || k >= LAB_PULL_CANDIDATES)
 			break;
 		se = SE(pool, n);
@@ -157,12 +159,13 @@ static __noinline u32 pull_candidates(struct lab_rq *rq, lab_pool_t *pool,
 		verdict = lab_can_migrate_task(&env, &t);
 		if (verdict == LAB_MIGRATE_OK) {
 			cands[k & (LAB_PULL_CANDIDATES - 1)] = n;
-			k++;
+			WRITE_ONCE(rq->pull_found, k + 1);
 		} else {
 			count_refusal(st, verdict);
 		}
 		n = rb_next(pool, n);
 	}
+	k = READ_ONCE(rq->pull_found);
 	bpf_spin_unlock(&rq->lock);
 	return k;
 }

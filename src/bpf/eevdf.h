@@ -39,6 +39,10 @@ struct lab_rq {
 	u8 offline;		/* the CPU is offline: ops.cpu_offline */
 	u8 lazy;		/* TIF_NEED_RESCHED_LAZY: the next tick reschedules */
 	u8 pad2;
+	/* pull_candidates()' count of candidates, kept here (under the lock) rather than in a
+	 * register: a count carried from one iteration to the next would keep the BPF verifier
+	 * from seeing the scan converge. */
+	u32 pull_found;
 } __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

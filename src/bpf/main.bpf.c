@@ -170,10 +170,6 @@ u64 tick_ns = LAB_DEFAULT_TICK_NS;
 u64 probe_jiffies, probe_ns;
 extern const void jiffies_64 __ksym;	/* untyped: not in the kernel's BTF */
 
-/* Set by user space before load (--measure-scan): count the DSQ-scan diagnostic of
- * pick_eevdf(). */
-const volatile u64 measure_scan;
-
 /* ---------------------------------------------------------------------------------------------
  * Lookups
  */
@@ -347,7 +343,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	wk = LAB_WK_IF_IDLE | LAB_WK_INSERT;
 	if (wake_flags & SCX_WAKE_FORK)
 		wk |= LAB_WK_INITIAL;
-	if (enqueue_task(tc, cpu, wk, task_custom_slice(p)) == LAB_ENQ_INSERT) {
+	if (enqueue_task(tc, cpu, wk, task_custom_slice(p), LAB_WK_IDLE_JOIN) == LAB_ENQ_INSERT) {
 		tc->wake_flags = 0;
 		tc->prio_changed = 0;
 		stat_inc(LAB_ST_INSERT_SELECT);
@@ -403,7 +399,7 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 			stat_inc(LAB_ST_REENQ_MOVED);
 			lab_leave(tc->slot, scx_bpf_now(), 1);
 			if (enqueue_task(tc, idle, LAB_WK_IF_IDLE | LAB_WK_INSERT,
-					 task_custom_slice(p)) == LAB_ENQ_INSERT) {
+					 task_custom_slice(p), LAB_WK_ALL) == LAB_ENQ_INSERT) {
 				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, LAB_SLICE_NS, enq_flags);
 				return;
 			}
@@ -411,7 +407,7 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	ret = enqueue_task(tc, cpu, wk, task_custom_slice(p));
+	ret = enqueue_task(tc, cpu, wk, task_custom_slice(p), LAB_WK_ALL);
 	switch (ret) {
 	case LAB_ENQ_KICK:
 		slot_ref_set(tc->slot, p);

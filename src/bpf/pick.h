@@ -8,6 +8,17 @@
 
 #include "runqueue.h"
 
+/*
+ * Whether to count the DSQ-scan diagnostic (--measure-scan). In BPF it is set before load, a
+ * constant to the verifier, which then leaves the diagnostic out of every walk when it is off.
+ */
+#ifdef LAB_HOST
+#define lab_measure_scan(p)	((p)->measure_scan)
+#else
+const volatile u64 measure_scan;
+#define lab_measure_scan(p)	(measure_scan)
+#endif
+
 /* The scan-length histogram of pick_eevdf()'s tree search. */
 LAB_INLINE void count_scan(u64 *st, u32 visited)
 {
@@ -67,7 +78,7 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
 
 	lab_count(st, LAB_ST_PICK);
 	leftmost = rb_first(cfs, pool);
-	if (p->measure_scan)
+	if (lab_measure_scan(p))
 		count_dsq_scan(cfs, pool, leftmost, st);
 	if (cfs->nr_queued == 1) {
 		if (curr_n) {

@@ -164,7 +164,7 @@ static __always_inline void rq_overload_update(struct lab_rq *rq)
 static __always_inline u32 queue_pick(struct lab_cfs *cfs, lab_pool_t *pool,
 				      const struct lab_params *params, u64 *st)
 {
-	if (cfs->nr_queued == 1 && !cfs->curr && !params->measure_scan && !cfs->nr_delayed) {
+	if (cfs->nr_queued == 1 && !cfs->curr && !lab_measure_scan(params) && !cfs->nr_delayed) {
 		lab_count(st, LAB_ST_PICK);
 		return cfs->root;
 	}
@@ -276,7 +276,8 @@ __noinline int lab_leave(u32 n, u64 now, u32 migrate)
  * HRTICK and someone to switch to, the wall ns until the running entity's deadline for
  * hrtick_update() (enqueue_task_fair() ends with it), else 0.
  */
-__noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
+static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u32 wk_bits,
+						u64 custom_slice, const u32 mask)
 {
 	const struct lab_params *params = params_get();
 	lab_pool_t *pool = pool_get();
@@ -289,6 +290,8 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	bool joined = true, lazy;
 	u32 n;
 
+	/* A constant @mask leaves out of the program what its callers never ask for. */
+	wk_bits &= mask;
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return 0;
 	n = tc->slot;
@@ -401,6 +404,31 @@ __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 	return ret;
 }
 
+/*
+ * The BPF verifier walks a global function, with each of its branches, once in every program
+ * that calls it. All of enqueue_task_fair() is ops.enqueue's; the other programs call the
+ * parts they use: the wakeup of ops.select_cpu onto an idle queue, and the moves of the
+ * balancer, the dispatcher and ops.running, which check no preemption.
+ */
+#define LAB_WK_ALL		0xffffffffU
+#define LAB_WK_IDLE_JOIN	(LAB_WK_IF_IDLE | LAB_WK_INSERT | LAB_WK_INITIAL)
+#define LAB_WK_MOVE		LAB_WK_PICKED
+
+__noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
+{
+	return enqueue_task_masked(tc, cpu, wk_bits, custom_slice, LAB_WK_ALL);
+}
+
+__noinline long lab_enqueue_idle(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
+{
+	return enqueue_task_masked(tc, cpu, wk_bits, custom_slice, LAB_WK_IDLE_JOIN);
+}
+
+__noinline long lab_enqueue_move(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
+{
+	return enqueue_task_masked(tc, cpu, wk_bits, custom_slice, LAB_WK_MOVE);
+}
+
 /* task_dead_fair() / switched_from_fair(): a task that leaves the lab takes its load history
  * off the queue it last ran on (remove_entity_load_avg()). Call after lab_leave(). */
 static __always_inline void task_load_remove(struct task_ctx *tc)
@@ -417,9 +445,10 @@ static __always_inline void task_load_remove(struct task_ctx *tc)
 }
 
 /* lab_enqueue_task() for @tc's entity, finalizing it first on another CPU's queue it may still
- * be on (a ghost that woke elsewhere: the kernel dequeues a delayed task that migrates). */
+ * be on (a ghost that woke elsewhere: the kernel dequeues a delayed task that migrates). @mask,
+ * a constant, is the caller's part of it: LAB_WK_ALL, LAB_WK_IDLE_JOIN or LAB_WK_MOVE. */
 static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits,
-					 u64 custom_slice)
+					 u64 custom_slice, const u32 mask)
 {
 	lab_se_t *se;
 
@@ -428,6 +457,10 @@ static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bi
 	se = SE(pool_get(), tc->slot);
 	if (se->on_rq && se->cpu != cpu && !(wk_bits & LAB_WK_IF_IDLE))
 		lab_leave(tc->slot, scx_bpf_now(), !se->delayed);
+	if (mask == LAB_WK_IDLE_JOIN)
+		return lab_enqueue_idle(tc, cpu, wk_bits, custom_slice);
+	if (mask == LAB_WK_MOVE)
+		return lab_enqueue_move(tc, cpu, wk_bits, custom_slice);
 	return lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
 }
 
@@ -441,7 +474,7 @@ static __always_inline u64 task_custom_slice(const struct task_struct *p)
  * balancing pull, a task found running off its queue): a reschedule it asks for is a kick. */
 static __always_inline void join_queue(struct task_struct *p, s32 cpu, u32 wk_bits)
 {
-	long ret = enqueue_task(tctx_get(p), cpu, wk_bits, task_custom_slice(p));
+	long ret = enqueue_task(tctx_get(p), cpu, wk_bits, task_custom_slice(p), LAB_WK_MOVE);
 
 	if (ret == LAB_ENQ_KICK)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
