@@ -102,30 +102,6 @@ pub fn delta(
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delta_keeps_programs_seen_twice_and_sums_names() {
-        let c = |calls, ns| Cost { calls, ns };
-        let a = BTreeMap::from([
-            (1, ("enqueue".to_string(), c(10, 100))),
-            (2, ("dispatch".to_string(), c(5, 50))),
-            (3, ("tick".to_string(), c(7, 70))),
-        ]);
-        let b = BTreeMap::from([
-            (1, ("enqueue".to_string(), c(15, 160))),
-            (2, ("dispatch".to_string(), c(5, 50))),
-            (4, ("running".to_string(), c(3, 30))),
-            (5, ("enqueue".to_string(), c(2, 20))),
-        ]);
-        let d = delta(&a, &b);
-        // dispatch did not run; running and the second enqueue were not there before.
-        assert_eq!(d, BTreeMap::from([("enqueue".to_string(), c(5, 60))]));
-    }
-}
-
 /// The verifier's logs of some programs, for finding where verification spends its time:
 /// `LAB_VERIFIER_LOG=DIR` (with `LAB_VERIFIER_LOG_PROGS=name,...`, default every program) makes
 /// the load keep each program's verifier log and write a summary of it to `DIR/<program>.lines`:
@@ -183,42 +159,86 @@ impl VerifierLogs {
         std::fs::create_dir_all(&self.dir)?;
         for (name, buf) in &self.bufs {
             let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            let text = String::from_utf8_lossy(&buf[..len]);
-            let mut per_line: BTreeMap<&str, u64> = BTreeMap::new();
-            let mut at = "?";
-            let mut total = 0u64;
-            let mut per_func: BTreeMap<&str, u64> = BTreeMap::new();
-            let mut func = "(main)";
-            for l in text.lines() {
-                if let Some(r) = l.strip_prefix("Validating ") {
-                    func = r.split('(').next().unwrap_or(r);
-                } else if let Some(i) = l
-                    .strip_prefix("; ")
-                    .and_then(|r| r.rfind(" @ ").map(|i| i + 2))
-                {
-                    at = &l[i + 3..];
-                } else if l
-                    .split_once(": (")
-                    .is_some_and(|(n, _)| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
-                {
-                    *per_line.entry(at).or_default() += 1;
-                    *per_func.entry(func).or_default() += 1;
-                    total += 1;
-                }
-            }
-            let mut v: Vec<_> = per_line.into_iter().collect();
-            v.sort_by(|a, b| b.1.cmp(&a.1));
-            let mut out = format!("{total} instructions walked in {len} bytes of log\n");
-            for (k, n) in &per_func {
-                out += &format!("{n:>9} in {k}()\n");
-            }
-            for (k, n) in v {
-                out += &format!("{n:>9} {k}\n");
-            }
+            let out = summarize_log(&String::from_utf8_lossy(&buf[..len]), len);
             std::fs::write(self.dir.join(format!("{name}.lines")), out)?;
             let tail = len.saturating_sub(65536);
             std::fs::write(self.dir.join(format!("{name}.tail")), &buf[tail..len])?;
         }
         Ok(())
+    }
+}
+
+/// The summary of a level-2 verifier log: the instructions walked in all, per global function
+/// (its "Validating NAME()" section; "(main)" before the first) and per source line (the last
+/// "; ... @ FILE:LINE" line before them), most first.
+fn summarize_log(text: &str, len: usize) -> String {
+    let mut per_line: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut per_func: BTreeMap<&str, u64> = BTreeMap::new();
+    let (mut at, mut func, mut total) = ("?", "(main)", 0u64);
+    for l in text.lines() {
+        if let Some(r) = l.strip_prefix("Validating ") {
+            func = r.split('(').next().unwrap_or(r);
+        } else if let Some(i) = l.strip_prefix("; ").and_then(|r| r.rfind(" @ ")) {
+            at = &l[i + 5..];
+        } else if l
+            .split_once(": (")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            *per_line.entry(at).or_default() += 1;
+            *per_func.entry(func).or_default() += 1;
+            total += 1;
+        }
+    }
+    let mut out = format!("{total} instructions walked in {len} bytes of log\n");
+    for (k, n) in &per_func {
+        out += &format!("{n:>9} in {k}()\n");
+    }
+    let mut v: Vec<_> = per_line.into_iter().collect();
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
+    for (k, n) in v {
+        out += &format!("{n:>9} {k}\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_keeps_programs_seen_twice_and_sums_names() {
+        let c = |calls, ns| Cost { calls, ns };
+        let a = BTreeMap::from([
+            (1, ("enqueue".to_string(), c(10, 100))),
+            (2, ("dispatch".to_string(), c(5, 50))),
+            (3, ("tick".to_string(), c(7, 70))),
+        ]);
+        let b = BTreeMap::from([
+            (1, ("enqueue".to_string(), c(15, 160))),
+            (2, ("dispatch".to_string(), c(5, 50))),
+            (4, ("running".to_string(), c(3, 30))),
+            (5, ("enqueue".to_string(), c(2, 20))),
+        ]);
+        let d = delta(&a, &b);
+        // dispatch did not run; running and the second enqueue were not there before.
+        assert_eq!(d, BTreeMap::from([("enqueue".to_string(), c(5, 60))]));
+    }
+
+    #[test]
+    fn verifier_log_summary() {
+        let log = "func#0 @0\n0: R1=ctx() R10=fp0\n; int x = 1; @ main.bpf.c:10\n0: (b7) r0 = 1\n\
+                   1: (95) exit\nValidating f() func#1...\n; return a; @ queue.bpf.h:7\n\
+                   2: (bf) r0 = r1\n2: R0=scalar()\n3: (95) exit\n";
+        let s = summarize_log(log, log.len());
+        let want = [
+            "4 instructions walked in",
+            "        2 in (main)()",
+            "        2 in f()",
+            "        2 main.bpf.c:10",
+            "        2 queue.bpf.h:7",
+        ];
+        for w in want {
+            assert!(s.contains(w), "{w:?} not in {s}");
+        }
     }
 }
