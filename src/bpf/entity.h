@@ -169,7 +169,8 @@ struct lab_params {
 	u64 normalized_slice;	/* normalized_sysctl_sched_base_slice */
 	u64 migration_cost;	/* sysctl_sched_migration_cost */
 	u64 tick_ns;		/* TICK_NSEC */
-	u64 measure_scan;	/* count what a scan of a deadline-sorted DSQ would visit */
+	u64 measure_scan;	/* count what a scan of a deadline-sorted DSQ would visit (the host
+				 * tests; BPF reads a load-time constant: pick.h) */
 	u64 nr_migrate;		/* sysctl_sched_nr_migrate: tasks one periodic balance may move */
 	u64 preempt;		/* enum lab_preempt_model */
 };

@@ -261,7 +261,6 @@ static __always_inline const struct lab_params *params_get(void)
 		pc->params.preempt = k->preempt;
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
-		pc->params.measure_scan = measure_scan;
 		seen = READ_ONCE(knob_seq_announced);
 		if (seq > seen && __sync_bool_compare_and_swap(&knob_seq_announced, seen, seq))
 			lab_announce(LAB_EV_KNOBS, seq);
