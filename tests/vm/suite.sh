@@ -34,7 +34,7 @@ pass=0 failed=0 names=
 echo "kernel $(uname -r), $(nproc) CPUs, $boot boot"
 for t in $tests; do
 	name=${t%.sh}
-	start=$(date +%s)
+	start=$(date +%s) seq0=$(cat /sys/kernel/sched_ext/enable_seq)
 	echo "== $name"
 	[ -f "./$name.sh" ] && [ "$(boot_of "./$name.sh")" != $boot ] &&
 		echo "  note: a $(boot_of "./$name.sh") test in a $boot boot: its verdict may not hold in the other kind"
@@ -48,10 +48,12 @@ for t in $tests; do
 	done
 	kill_lab KILL
 	rm -rf /sys/fs/bpf/scx_eevdf_lab
+	# Its time and how many times a scheduler was enabled (loaded and verified: most of the time).
+	took="$(($(date +%s) - start)) s, attaches: $(($(cat /sys/kernel/sched_ext/enable_seq) - seq0))"
 	if [ $rc -eq 0 ]; then
-		pass=$((pass + 1)); echo "PASS $name ($(($(date +%s) - start)) s)"
+		pass=$((pass + 1)); echo "PASS $name ($took)"
 	else
-		failed=$((failed + 1)); names="$names $name"; echo "FAIL $name ($(($(date +%s) - start)) s)"
+		failed=$((failed + 1)); names="$names $name"; echo "FAIL $name ($took)"
 	fi
 done
 [ $failed -eq 0 ] || echo "failed:$names"
