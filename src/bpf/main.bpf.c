@@ -125,7 +125,9 @@ struct task_ctx {
 	u64 wakee_flip_decay_ts;
 	u32 prio_changed;	/* LAB_PRIO_*: a reweight waits for prio_changed_fair()'s check */
 	u8 select_idle;		/* the last select_cpu chose its CPU because it was idle */
-	u8 pad[3];
+	u8 repick;		/* LAB_REPICK_*: lab_enqueue_task() left its pick to lab_enqueue_repick() */
+	u8 pad[2];
+	u32 repick_curr;	/* the running entity that pick is to judge the wakee against */
 };
 
 /* task_ctx.prio_changed: the weight changed; ... and it got lower (the priority worse). */

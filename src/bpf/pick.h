@@ -152,10 +152,14 @@ LAB_NOINLINE u32 pick_eevdf(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
  * clipped by DELAY_ZERO) and the pick repeated. Returns the pick or 0 when only ghosts (or
  * nothing) were left; LAB_PICK_RETRY after LAB_PICK_GHOSTS ghosts in a row (the caller picks
  * again later, with the lock dropped in between). @ghosts counts the ghosts finalized.
+ * Without @finalize (a constant) the first ghost picked ends the pick with LAB_PICK_RETRY,
+ * nothing finalized: a caller whose program should not carry the finalizing picks again with
+ * it in a program of its own (lab_enqueue_repick()).
  * Differs: the kernel finalizes any number of ghosts in one pick.
  */
-LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
-				const struct lab_params *p, u64 *st, u32 *ghosts)
+LAB_INLINE u32 pick_next_entity_opt(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
+				    const struct lab_params *p, u64 *st, u32 *ghosts,
+				    const bool finalize)
 {
 	u32 n = 0;
 	int i;
@@ -168,12 +172,20 @@ LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, bool prot
 			return 0;
 		if (!SE(pool, n)->delayed)
 			return n;
+		if (!finalize)
+			return LAB_PICK_RETRY;
 		dequeue_entity(cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
 		lab_count(st, LAB_ST_GHOST_PICKED);
 		if (ghosts)
 			(*ghosts)++;
 	}
 	return cfs->nr_queued ? LAB_PICK_RETRY : 0;
+}
+
+LAB_INLINE u32 pick_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
+				const struct lab_params *p, u64 *st, u32 *ghosts)
+{
+	return pick_next_entity_opt(cfs, pool, protect, p, st, ghosts, true);
 }
 
 /* What wakeup_preempt_fair() decided. */
@@ -199,21 +211,47 @@ struct lab_wakeup {
 	u64 curr_ran_ns;	/* time since curr's exec_start (0 right after update_curr()) */
 };
 
+/* wakeup_preempt_begin()'s answer when the pick decides: with the action it judges. */
+#define LAB_PREEMPT_PICK	0x100
+
 /*
- * wakeup_preempt_fair() (7.3): should the waking entity @pse preempt the queue's running entity?
- * The caller accounted curr first. A pick that keeps curr trims its protection to the queue's
- * shortest slice (RUN_TO_PARITY); the early exits (policies, fork, a delayed wakee) leave it
- * alone. A short-slice preemption cancels curr's protection and makes the wakee the next buddy.
- * @ghosts counts ghosts the pick finalized. Differs: need_resched and WF_RQ_SELECTED come from
- * the lab's own bookkeeping (struct lab_wakeup), not the kernel's flags.
+ * The end of wakeup_preempt_fair() for a preemption it decided (@ret): only the short-slice
+ * action (PREEMPT_SHORT, and an idle curr, which the kernel handles as that action) ends curr's
+ * protection and its buddy status; a pick-based or sync preemption leaves both for the pick to
+ * judge.
  */
-LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, lab_pool_t *pool, u32 pse_n,
-				   const struct lab_wakeup *wk, const struct lab_params *p,
-				   u64 *st, u32 *ghosts)
+LAB_INLINE int wakeup_preempt_take(struct lab_cfs *cfs, lab_pool_t *pool, u32 se_n,
+				   u32 pse_n, const struct lab_wakeup *wk, u64 *st, int ret)
 {
-	u32 se_n = cfs->curr, nse;
+	if (ret == LAB_PREEMPT_SHORT || ret == LAB_PREEMPT_IDLE) {
+		cancel_protect_slice(SE(pool, se_n));
+		clear_buddies(cfs, se_n);
+		/* set_short_buddy(): unless the current buddy has an even shorter slice. */
+		if (!(cfs->next && SE(pool, cfs->next)->slice < SE(pool, pse_n)->slice))
+			set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);
+	}
+	lab_count(st, ret == LAB_PREEMPT_SHORT ? LAB_ST_PREEMPT_SHORT :
+		  ret == LAB_PREEMPT_IDLE ? LAB_ST_PREEMPT_IDLE :
+		  ret == LAB_PREEMPT_SYNC ? LAB_ST_PREEMPT_SYNC : LAB_ST_PREEMPT_WAKEUP);
+	return ret;
+}
+
+/*
+ * wakeup_preempt_fair() (7.3) up to its pick: should the waking entity @pse preempt the queue's
+ * running entity? The caller accounted curr first. Returns the decision when it needs no pick
+ * (the early exits, which leave curr's protection alone, an idle curr, preempt_sync()), else
+ * LAB_PREEMPT_PICK with the action the pick judges (LAB_PREEMPT_WAKEUP or LAB_PREEMPT_SHORT);
+ * the caller then picks with pick_next_entity(), protecting curr unless the action is
+ * LAB_PREEMPT_SHORT, and ends with wakeup_preempt_end(). Differs: need_resched and
+ * WF_RQ_SELECTED come from the lab's own bookkeeping (struct lab_wakeup), not the kernel's flags.
+ * The split lets ops.enqueue make one pick for a wakeup and for an idle queue's insert.
+ */
+LAB_INLINE int wakeup_preempt_begin(struct lab_cfs *cfs, lab_pool_t *pool, u32 pse_n,
+				    const struct lab_wakeup *wk, const struct lab_params *p,
+				    u64 *st)
+{
+	u32 se_n = cfs->curr;
 	lab_se_t *se, *pse = SE(pool, pse_n);
-	int action = LAB_PREEMPT_WAKEUP, ret;
 
 	if (!se_n || se_n == pse_n)
 		return LAB_PREEMPT_NO;
@@ -222,74 +260,72 @@ LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, lab_pool_t *pool, u32 ps
 		return LAB_PREEMPT_NO;
 	if (!sched_feat(p, WAKEUP_PREEMPTION))
 		return LAB_PREEMPT_NO;
-	if (wk->curr_idle && !wk->wakee_idle) {
-		ret = LAB_PREEMPT_IDLE;
-		goto preempt;
-	}
+	if (wk->curr_idle && !wk->wakee_idle)
+		return wakeup_preempt_take(cfs, pool, se_n, pse_n, wk, st, LAB_PREEMPT_IDLE);
 	/* The early exits decide nothing about curr: its protection stays as it is. */
 	if (wk->curr_idle != wk->wakee_idle || !wk->wakee_normal)
 		goto exit;
 
-	if (sched_feat(p, PREEMPT_SHORT) && pse->slice < se->slice) {
-		action = LAB_PREEMPT_SHORT;
-	} else {
-		if (wk->fork || pse->delayed)
-			goto exit;
-		if (sched_feat(p, NEXT_BUDDY)) {
-			/* set_preempt_buddy(): keep a buddy with an earlier deadline. */
-			bool buddy = !(cfs->next && entity_before(SE(pool, cfs->next), pse));
+	if (sched_feat(p, PREEMPT_SHORT) && pse->slice < se->slice)
+		return LAB_PREEMPT_PICK | LAB_PREEMPT_SHORT;
+	if (wk->fork || pse->delayed)
+		goto exit;
+	if (sched_feat(p, NEXT_BUDDY)) {
+		/* set_preempt_buddy(): keep a buddy with an earlier deadline. */
+		bool buddy = !(cfs->next && entity_before(SE(pool, cfs->next), pse));
 
-			if (buddy)
-				set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);
-			if (buddy && wk->sync) {
-				/* preempt_sync(): only once curr ran migration_cost (a quarter of it
-				 * when select_cpu placed the wakee), and only for an earlier deadline. */
-				u64 threshold = p->migration_cost;
+		if (buddy)
+			set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);
+		if (buddy && wk->sync) {
+			/* preempt_sync(): only once curr ran migration_cost (a quarter of it when
+			 * select_cpu placed the wakee), and only for an earlier deadline. */
+			u64 threshold = p->migration_cost;
 
-				if (wk->rq_selected)
-					threshold >>= 2;
-				if (entity_before(pse, se) && wk->curr_ran_ns >= threshold) {
-					ret = LAB_PREEMPT_SYNC;
-					goto preempt;
-				}
-				return LAB_PREEMPT_NO;
-			}
+			if (wk->rq_selected)
+				threshold >>= 2;
+			if (entity_before(pse, se) && wk->curr_ran_ns >= threshold)
+				return wakeup_preempt_take(cfs, pool, se_n, pse_n, wk, st,
+								   LAB_PREEMPT_SYNC);
+			return LAB_PREEMPT_NO;
 		}
 	}
-
-	/* pick_next_entity() finalizes the ghosts it meets and picks again. */
-	nse = pick_next_entity(cfs, pool, action != LAB_PREEMPT_SHORT, p, st, ghosts);
-	if (nse == pse_n) {
-		ret = action;
-		goto preempt;
-	}
-	if (action == LAB_PREEMPT_SHORT && entity_eligible(cfs, pool, pse)) {
-		ret = LAB_PREEMPT_SHORT;
-		goto preempt;
-	}
-	/* The pick kept curr (or chose a third entity): RUN_TO_PARITY trims curr's protection. */
-	if (sched_feat(p, RUN_TO_PARITY) && cfs->curr == se_n)
-		update_protect_slice(cfs, pool, se_n, st);
+	return LAB_PREEMPT_PICK | LAB_PREEMPT_WAKEUP;
 exit:
 	lab_count(st, LAB_ST_WAKEUP_NO_PREEMPT);
 	return LAB_PREEMPT_NO;
-preempt:
-	/*
-	 * Only the short-slice action (PREEMPT_SHORT, and an idle curr, which the kernel handles as
-	 * that action) ends curr's protection and its buddy status; a pick-based or sync preemption
-	 * leaves both for the pick to judge.
-	 */
-	if (ret == LAB_PREEMPT_SHORT || ret == LAB_PREEMPT_IDLE) {
-		cancel_protect_slice(se);
-		clear_buddies(cfs, se_n);
-		/* set_short_buddy(): unless the current buddy has an even shorter slice. */
-		if (!(cfs->next && SE(pool, cfs->next)->slice < pse->slice))
-			set_next_buddy(cfs, pool, pse_n, wk->wakee_idle);
-	}
-	lab_count(st, ret == LAB_PREEMPT_SHORT ? LAB_ST_PREEMPT_SHORT :
-		  ret == LAB_PREEMPT_IDLE ? LAB_ST_PREEMPT_IDLE :
-		  ret == LAB_PREEMPT_SYNC ? LAB_ST_PREEMPT_SYNC : LAB_ST_PREEMPT_WAKEUP);
-	return ret;
+}
+
+/* wakeup_preempt_fair() after its pick (@nse) of @action (wakeup_preempt_begin()'s), with
+ * @se_n the running entity the check began with. */
+LAB_INLINE int wakeup_preempt_end(struct lab_cfs *cfs, lab_pool_t *pool, u32 se_n, u32 pse_n,
+				  int action, u32 nse, const struct lab_wakeup *wk,
+				  const struct lab_params *p, u64 *st)
+{
+	if (nse == pse_n)
+		return wakeup_preempt_take(cfs, pool, se_n, pse_n, wk, st, action);
+	if (action == LAB_PREEMPT_SHORT && entity_eligible(cfs, pool, SE(pool, pse_n)))
+		return wakeup_preempt_take(cfs, pool, se_n, pse_n, wk, st, LAB_PREEMPT_SHORT);
+	/* The pick kept curr (or chose a third entity): RUN_TO_PARITY trims curr's protection. */
+	if (sched_feat(p, RUN_TO_PARITY) && cfs->curr == se_n)
+		update_protect_slice(cfs, pool, se_n, st);
+	lab_count(st, LAB_ST_WAKEUP_NO_PREEMPT);
+	return LAB_PREEMPT_NO;
+}
+
+/* wakeup_preempt_fair(): begin, pick (which finalizes the ghosts it meets), end. @ghosts
+ * counts the ghosts the pick finalized. */
+LAB_INLINE int wakeup_preempt_fair(struct lab_cfs *cfs, lab_pool_t *pool, u32 pse_n,
+				   const struct lab_wakeup *wk, const struct lab_params *p,
+				   u64 *st, u32 *ghosts)
+{
+	int action = wakeup_preempt_begin(cfs, pool, pse_n, wk, p, st);
+	u32 se_n = cfs->curr, nse;
+
+	if (!(action & LAB_PREEMPT_PICK))
+		return action;
+	action &= ~LAB_PREEMPT_PICK;
+	nse = pick_next_entity(cfs, pool, action != LAB_PREEMPT_SHORT, p, st, ghosts);
+	return wakeup_preempt_end(cfs, pool, se_n, pse_n, action, nse, wk, p, st);
 }
 
 #endif /* __LAB_PICK_H */

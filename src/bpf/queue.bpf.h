@@ -157,20 +157,6 @@ static __always_inline void rq_overload_update(struct lab_rq *rq)
 	}
 }
 
-/*
- * pick_next_entity() of a queue with no running entity, whose first shortcut -- a lone queued
- * entity, here the one just enqueued -- is taken without the call (counted as the pick it is).
- */
-static __always_inline u32 queue_pick(struct lab_cfs *cfs, lab_pool_t *pool,
-				      const struct lab_params *params, u64 *st)
-{
-	if (cfs->nr_queued == 1 && !cfs->curr && !lab_measure_scan(params) && !cfs->nr_delayed) {
-		lab_count(st, LAB_ST_PICK);
-		return cfs->root;
-	}
-	return pick_next_entity(cfs, pool, true, params, st, NULL);
-}
-
 /* The pick waiting in the local DSQ is @n: note it (lab_set_next() clears it). */
 static __always_inline void rq_set_pending(struct lab_rq *rq, lab_se_t *se, u32 n)
 {
@@ -252,11 +238,88 @@ __noinline int lab_leave(u32 n, u64 now, u32 migrate)
 #define LAB_WK_IF_IDLE	256	/* only if the queue is empty: it becomes the pick (select_cpu) */
 #define LAB_WK_INSERT	512	/* the caller can insert a known pick (LAB_ENQ_INSERT/PREEMPT) */
 
+/*
+ * The BPF verifier walks a global function, with each of its branches, once in every program
+ * that calls it. All of enqueue_task_fair() is ops.enqueue's; the other programs call the
+ * parts they use: the wakeup of ops.select_cpu onto an idle queue, and the moves of the
+ * balancer, the dispatcher and ops.running, which check no preemption.
+ */
+#define LAB_WK_ALL		0xffffffffU
+#define LAB_WK_IDLE_JOIN	(LAB_WK_IF_IDLE | LAB_WK_INSERT | LAB_WK_INITIAL)
+#define LAB_WK_MOVE		LAB_WK_PICKED
+
 /* What lab_enqueue_task() asks its caller to do (a value >= 0: arm the hrtick that many ns). */
 #define LAB_ENQ_KICK	(-1)	/* reschedule the CPU (SCX_KICK_PREEMPT) */
 #define LAB_ENQ_INSERT	(-2)	/* the task is the pick of its idle queue: insert it */
 #define LAB_ENQ_PREEMPT	(-3)	/* the task won the pick against curr: insert it, preempting */
 #define LAB_ENQ_REFUSED	(-4)	/* LAB_WK_IF_IDLE and the queue was not empty: nothing done */
+#define LAB_ENQ_REPICK	(-5)	/* the pick met a ghost: lab_enqueue_repick() decides */
+
+/* task_ctx.repick: the action the pick judges (LAB_PREEMPT_WAKEUP or LAB_PREEMPT_SHORT) or an
+ * idle queue's insert, and whether the enqueue already asks for a reschedule. */
+#define LAB_REPICK_ACTION	0x0f
+#define LAB_REPICK_INSERT	0x10
+#define LAB_REPICK_KICK		0x20
+
+/*
+ * pick_next_entity() (@protect: curr's protection counts) for an enqueue; pick_eevdf()'s first
+ * shortcut for a queue with no running entity -- a lone queued entity, here the one just
+ * enqueued -- is taken without the call (counted as the pick it is).
+ */
+static __always_inline u32 queue_pick(struct lab_cfs *cfs, lab_pool_t *pool, bool protect,
+				      const struct lab_params *params, u64 *st, const u32 mask)
+{
+	/*
+	 * The join of an idle queue (LAB_WK_IF_IDLE, under the lock that found it empty: no
+	 * entity, no curr, no ghost) always takes the shortcut; with a constant @mask the verifier
+	 * then leaves the whole pick, ghost finalizing included, out of that caller.
+	 */
+	if ((mask == LAB_WK_IDLE_JOIN || (cfs->nr_queued == 1 && !cfs->curr && !cfs->nr_delayed)) &&
+	    !lab_measure_scan(params)) {
+		lab_count(st, LAB_ST_PICK);
+		return cfs->root;
+	}
+	return pick_next_entity_opt(cfs, pool, protect, params, st, NULL, false);
+}
+
+/*
+ * The end of an enqueue under its lock: the reschedule that wakeup_preempt_fair()'s @wakeup
+ * asks for (over @ret's), preempt=lazy's postponement of it, or the hrtick; see
+ * lab_enqueue_task().
+ */
+static __always_inline long enqueue_finish(struct lab_rq *rq, lab_pool_t *pool, lab_se_t *se,
+					   u32 n, int wakeup, u32 wk_bits, bool lazy,
+					   const struct lab_params *params, u64 *st, long ret)
+{
+	if (wakeup) {
+		rq->kicked = 1;
+		/* A wakee that won the pick is what the CPU picks next. */
+		if (wakeup == LAB_PREEMPT_WAKEUP && (wk_bits & LAB_WK_INSERT) && !rq->pending) {
+			rq_set_pending(rq, se, n);
+			ret = LAB_ENQ_PREEMPT;
+		} else {
+			ret = LAB_ENQ_KICK;
+		}
+	}
+	/* resched_curr_lazy() under preempt=lazy: TIF_NEED_RESCHED_LAZY, which the target's next
+	 * return to user mode or its next tick acts on. On this CPU that return is at hand (the
+	 * waker's syscall or the interrupt ends), so the switch is at once, as before; another
+	 * CPU's task waits for its tick (its own returns to user have no sched_ext hook). A wakee
+	 * that won the pick waits in the local DSQ meanwhile. */
+	if (lazy && (ret == LAB_ENQ_KICK || ret == LAB_ENQ_PREEMPT)) {
+		rq->lazy = 1;
+		lab_count(st, LAB_ST_PREEMPT_LAZY);
+		ret = ret == LAB_ENQ_PREEMPT ? LAB_ENQ_INSERT : 0;
+	}
+	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
+		lab_se_t *curr = SE(pool, rq->cfs.curr);
+
+		if (curr->running)
+			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
+	}
+	rq_overload_update(rq);
+	return ret;
+}
 
 /*
  * enqueue_task_fair() for the task of @tc on @cpu, under one lock: update_curr() of the queue's
@@ -287,8 +350,9 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 	lab_se_t *se;
 	struct rq *krq;
 	long ret = 0;
-	bool joined = true, lazy;
-	u32 n;
+	bool joined = true, lazy, insert = false;
+	int wakeup = LAB_PREEMPT_NO;
+	u32 n, curr_n = 0;
 
 	/* A constant @mask leaves out of the program what its callers never ask for. */
 	wk_bits &= mask;
@@ -360,59 +424,47 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 		rq_set_pending(rq, se, n);
 	} else if ((wk_bits & LAB_WK_CHECK) && rq->cfs.curr && rq->cfs.curr != n && se->on_rq &&
 		   se->cpu == cpu) {
-		lab_se_t *curr = SE(pool, rq->cfs.curr);
-		int wakeup;
-
-		wk.curr_idle = curr->weight == WEIGHT_IDLEPRIO;
+		curr_n = rq->cfs.curr;
+		wk.curr_idle = SE(pool, curr_n)->weight == WEIGHT_IDLEPRIO;
 		wk.need_resched = rq->kicked;
-		wakeup = wakeup_preempt_fair(&rq->cfs, pool, n, &wk, params, st, NULL);
-		if (wakeup) {
-			rq->kicked = 1;
-			/* A wakee that won the pick is what the CPU picks next. */
-			if (wakeup == LAB_PREEMPT_WAKEUP && (wk_bits & LAB_WK_INSERT) &&
-			    !rq->pending) {
-				rq_set_pending(rq, se, n);
-				ret = LAB_ENQ_PREEMPT;
-			} else {
-				ret = LAB_ENQ_KICK;
-			}
-		}
+		wakeup = wakeup_preempt_begin(&rq->cfs, pool, n, &wk, params, st);
 	} else if ((wk_bits & LAB_WK_INSERT) && !rq->cfs.curr && !rq->pending && se->on_rq &&
-		   se->cpu == cpu && queue_pick(&rq->cfs, pool, params, st) == n) {
-		/* No running entity: the queue's pick is the CPU's next task. */
-		rq_set_pending(rq, se, n);
-		ret = LAB_ENQ_INSERT;
+		   se->cpu == cpu) {
+		insert = true;
 	}
-	/* resched_curr_lazy() under preempt=lazy: TIF_NEED_RESCHED_LAZY, which the target's next
-	 * return to user mode or its next tick acts on. On this CPU that return is at hand (the
-	 * waker's syscall or the interrupt ends), so the switch is at once, as before; another
-	 * CPU's task waits for its tick (its own returns to user have no sched_ext hook). A wakee
-	 * that won the pick waits in the local DSQ meanwhile. */
-	if (lazy && (ret == LAB_ENQ_KICK || ret == LAB_ENQ_PREEMPT)) {
-		rq->lazy = 1;
-		lab_count(st, LAB_ST_PREEMPT_LAZY);
-		ret = ret == LAB_ENQ_PREEMPT ? LAB_ENQ_INSERT : 0;
-	}
-	if (!ret && sched_feat(params, HRTICK) && rq->cfs.curr && rq->cfs.nr_queued > 1) {
-		lab_se_t *curr = SE(pool, rq->cfs.curr);
+	/* One pick for both questions, which keeps one copy of it (with its ghost finalizing) in
+	 * the program: does the wakee win against curr, and what does a queue with no running
+	 * entity run next (if this task: the CPU's next task)? */
+	if (insert || (wakeup & LAB_PREEMPT_PICK)) {
+		int action = wakeup & LAB_REPICK_ACTION;
+		u32 nse = queue_pick(&rq->cfs, pool, insert || action != LAB_PREEMPT_SHORT, params,
+				     st, mask);
 
-		if (curr->running)
-			ret = (long)lab_max_u64(hrtick_delay_ns(curr), 1);
+		if (nse == LAB_PICK_RETRY) {
+			/* A ghost came first: the pick that finalizes it is lab_enqueue_repick()'s. */
+			tc->repick = (insert ? LAB_REPICK_INSERT : action) |
+				     (ret == LAB_ENQ_KICK ? LAB_REPICK_KICK : 0);
+			tc->repick_curr = curr_n;
+			rq_overload_update(rq);
+			bpf_spin_unlock(&rq->lock);
+			return LAB_ENQ_REPICK;
+		}
+		wakeup = LAB_PREEMPT_NO;
+		if (insert) {
+			if (nse == n) {
+				rq_set_pending(rq, se, n);
+				ret = LAB_ENQ_INSERT;
+			}
+		} else {
+			wakeup = wakeup_preempt_end(&rq->cfs, pool, curr_n, n, action, nse, &wk,
+						    params, st);
+		}
 	}
-	rq_overload_update(rq);
+	ret = enqueue_finish(rq, pool, se, n, wakeup, wk_bits, lazy, params, st, ret);
 	bpf_spin_unlock(&rq->lock);
 	return ret;
 }
 
-/*
- * The BPF verifier walks a global function, with each of its branches, once in every program
- * that calls it. All of enqueue_task_fair() is ops.enqueue's; the other programs call the
- * parts they use: the wakeup of ops.select_cpu onto an idle queue, and the moves of the
- * balancer, the dispatcher and ops.running, which check no preemption.
- */
-#define LAB_WK_ALL		0xffffffffU
-#define LAB_WK_IDLE_JOIN	(LAB_WK_IF_IDLE | LAB_WK_INSERT | LAB_WK_INITIAL)
-#define LAB_WK_MOVE		LAB_WK_PICKED
 
 __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
 {
@@ -427,6 +479,63 @@ __noinline long lab_enqueue_idle(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 
 __noinline long lab_enqueue_move(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
 {
 	return enqueue_task_masked(tc, cpu, wk_bits, custom_slice, LAB_WK_MOVE);
+}
+
+/*
+ * The rest of lab_enqueue_task() when its pick met a ghost (LAB_ENQ_REPICK): under the lock
+ * again, the same pick with the ghosts finalized, and the decision it was for -- if the queue
+ * still holds the wakee in custody with the same running entity (with none, for an idle
+ * queue's insert); otherwise the CPU's next pick decides. A program of its own keeps the
+ * finalizing out of lab_enqueue_task(), where the verifier walked it on every path to the pick.
+ * Differs: another CPU may change the queue while the lock is dropped; the pick that met the
+ * ghost counts twice in the pick statistics.
+ */
+__noinline long lab_enqueue_repick(struct task_ctx *tc, s32 cpu, u32 wk_bits)
+{
+	const struct lab_params *params = params_get();
+	lab_pool_t *pool = pool_get();
+	u64 *st = stats_row();
+	struct lab_wakeup wk = {};
+	int wakeup = LAB_PREEMPT_NO, action;
+	struct lab_rq *rq;
+	bool lazy, insert;
+	u32 n, curr_n, nse;
+	lab_se_t *se;
+	long ret;
+
+	if (!pool || !tc || !(rq = rq_get(cpu)))
+		return 0;
+	n = tc->slot;
+	se = SE(pool, n);
+	action = tc->repick & LAB_REPICK_ACTION;
+	insert = tc->repick & LAB_REPICK_INSERT;
+	ret = (tc->repick & LAB_REPICK_KICK) ? LAB_ENQ_KICK : 0;
+	curr_n = tc->repick_curr;
+	tc->repick = 0;
+	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
+	lazy = params->preempt == LAB_PREEMPT_LAZY && cpu != bpf_get_smp_processor_id();
+
+	bpf_spin_lock(&rq->lock);
+	if (se->on_rq && se->cpu == cpu && se->custody &&
+	    (insert ? !rq->cfs.curr && !rq->pending : curr_n && rq->cfs.curr == curr_n)) {
+		nse = pick_next_entity(&rq->cfs, pool, insert || action != LAB_PREEMPT_SHORT, params,
+				       st, NULL);
+		if (nse == LAB_PICK_RETRY) {
+			/* More ghosts than one pick finalizes: the CPU's own pick decides. */
+			ret = LAB_ENQ_KICK;
+		} else if (insert) {
+			if (nse == n) {
+				rq_set_pending(rq, se, n);
+				ret = LAB_ENQ_INSERT;
+			}
+		} else {
+			wakeup = wakeup_preempt_end(&rq->cfs, pool, curr_n, n, action, nse, &wk,
+						    params, st);
+		}
+	}
+	ret = enqueue_finish(rq, pool, se, n, wakeup, wk_bits, lazy, params, st, ret);
+	bpf_spin_unlock(&rq->lock);
+	return ret;
 }
 
 /* task_dead_fair() / switched_from_fair(): a task that leaves the lab takes its load history
@@ -451,6 +560,7 @@ static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bi
 					 u64 custom_slice, const u32 mask)
 {
 	lab_se_t *se;
+	long ret;
 
 	if (!tc)
 		return 0;
@@ -461,7 +571,10 @@ static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bi
 		return lab_enqueue_idle(tc, cpu, wk_bits, custom_slice);
 	if (mask == LAB_WK_MOVE)
 		return lab_enqueue_move(tc, cpu, wk_bits, custom_slice);
-	return lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
+	ret = lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
+	if (ret == LAB_ENQ_REPICK)
+		ret = lab_enqueue_repick(tc, cpu, wk_bits);
+	return ret;
 }
 
 /* The custom slice (sched_setattr() sched_runtime) of @p, 0 for none. */
