@@ -78,6 +78,11 @@ u32 host_pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool prote
 {
 	return pick_next_entity(cfs, pool, protect, p, st, ghosts);
 }
+u32 host_pick_next_entity_unfinalized(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+				      const struct lab_params *p, u64 *st)
+{
+	return pick_next_entity_opt(cfs, pool, protect, p, st, NULL, false);
+}
 int host_wakeup_preempt(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse, const struct lab_wakeup *wk,
 			const struct lab_params *p, u64 *st, u32 *ghosts)
 {

@@ -41,6 +41,8 @@ u32 host_pick_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, bool protect, co
 		    u64 *st);
 u32 host_pick_next_entity(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
 			  const struct lab_params *p, u64 *st, u32 *ghosts);
+u32 host_pick_next_entity_unfinalized(struct lab_cfs *cfs, struct lab_pool *pool, bool protect,
+				      const struct lab_params *p, u64 *st);
 int host_wakeup_preempt(struct lab_cfs *cfs, struct lab_pool *pool, u32 pse, const struct lab_wakeup *wk,
 			const struct lab_params *p, u64 *st, u32 *ghosts);
 void host_reweight_entity(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u32 weight, u32 inv_weight,

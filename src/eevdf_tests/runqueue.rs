@@ -377,3 +377,33 @@ fn a_pick_finalizes_a_bounded_number_of_ghosts_and_says_so() {
     assert_eq!(q.cfs.nr_delayed, 0);
     assert_eq!(q.stat(lab_stat_LAB_ST_GHOST_PICKED), 20);
 }
+
+#[test]
+fn an_unfinalized_pick_stops_at_the_first_ghost_and_changes_nothing() {
+    // ops.enqueue's pick (lab_enqueue_repick() finalizes and picks again).
+    let mut q = Q::new(defaults());
+    let runner = q.spawn(1024);
+    let sleeper = q.spawn(1024);
+    q.run(sleeper, 6_000_000);
+    assert!(!q.dequeue(sleeper, LAB_DEQ_SLEEP as i32), "a ghost");
+    for _ in 0..50 {
+        q.run(runner, 4_000_000);
+    }
+    assert!(q.eligible(sleeper));
+    let n = unsafe {
+        host_pick_next_entity_unfinalized(
+            &mut q.cfs,
+            q.pool.ptr(),
+            true,
+            &q.p,
+            q.st.as_mut_ptr(),
+        )
+    };
+    q.check();
+    assert_eq!(n, LAB_PICK_RETRY);
+    assert_eq!(q.cfs.nr_delayed, 1, "the ghost stays");
+    assert_eq!(q.stat(lab_stat_LAB_ST_GHOST_PICKED), 0);
+    // The finalizing pick then finds the runner, as one pick_next_entity() does.
+    assert_eq!(q.pick(true), runner);
+    assert_eq!(q.cfs.nr_delayed, 0);
+}
