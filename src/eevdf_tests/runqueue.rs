@@ -391,13 +391,7 @@ fn an_unfinalized_pick_stops_at_the_first_ghost_and_changes_nothing() {
     }
     assert!(q.eligible(sleeper));
     let n = unsafe {
-        host_pick_next_entity_unfinalized(
-            &mut q.cfs,
-            q.pool.ptr(),
-            true,
-            &q.p,
-            q.st.as_mut_ptr(),
-        )
+        host_pick_next_entity_unfinalized(&mut q.cfs, q.pool.ptr(), true, &q.p, q.st.as_mut_ptr())
     };
     q.check();
     assert_eq!(n, LAB_PICK_RETRY);
