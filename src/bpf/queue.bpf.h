@@ -283,6 +283,25 @@ static __always_inline u32 queue_pick(struct lab_cfs *cfs, lab_pool_t *pool, boo
 }
 
 /*
+ * What an enqueue's pick @nse decides: for an idle queue's insert (@insert), whether this task
+ * is the CPU's next one (then *@ret is LAB_ENQ_INSERT); for a wakeup, wakeup_preempt_end() of
+ * @action against @curr_n, whose decision is returned for enqueue_finish().
+ */
+static __always_inline int enqueue_pick_decide(struct lab_rq *rq, lab_pool_t *pool, lab_se_t *se,
+					       u32 n, bool insert, u32 curr_n, int action, u32 nse,
+					       const struct lab_wakeup *wk,
+					       const struct lab_params *params, u64 *st, long *ret)
+{
+	if (!insert)
+		return wakeup_preempt_end(&rq->cfs, pool, curr_n, n, action, nse, wk, params, st);
+	if (nse == n) {
+		rq_set_pending(rq, se, n);
+		*ret = LAB_ENQ_INSERT;
+	}
+	return LAB_PREEMPT_NO;
+}
+
+/*
  * The end of an enqueue under its lock: the reschedule that wakeup_preempt_fair()'s @wakeup
  * asks for (over @ret's), preempt=lazy's postponement of it, or the hrtick; see
  * lab_enqueue_task().
@@ -449,22 +468,13 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 			bpf_spin_unlock(&rq->lock);
 			return LAB_ENQ_REPICK;
 		}
-		wakeup = LAB_PREEMPT_NO;
-		if (insert) {
-			if (nse == n) {
-				rq_set_pending(rq, se, n);
-				ret = LAB_ENQ_INSERT;
-			}
-		} else {
-			wakeup = wakeup_preempt_end(&rq->cfs, pool, curr_n, n, action, nse, &wk,
-						    params, st);
-		}
+		wakeup = enqueue_pick_decide(rq, pool, se, n, insert, curr_n, action, nse, &wk, params,
+					     st, &ret);
 	}
 	ret = enqueue_finish(rq, pool, se, n, wakeup, wk_bits, lazy, params, st, ret);
 	bpf_spin_unlock(&rq->lock);
 	return ret;
 }
-
 
 __noinline long lab_enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bits, u64 custom_slice)
 {
@@ -523,14 +533,9 @@ __noinline long lab_enqueue_repick(struct task_ctx *tc, s32 cpu, u32 wk_bits)
 		if (nse == LAB_PICK_RETRY) {
 			/* More ghosts than one pick finalizes: the CPU's own pick decides. */
 			ret = LAB_ENQ_KICK;
-		} else if (insert) {
-			if (nse == n) {
-				rq_set_pending(rq, se, n);
-				ret = LAB_ENQ_INSERT;
-			}
 		} else {
-			wakeup = wakeup_preempt_end(&rq->cfs, pool, curr_n, n, action, nse, &wk,
-						    params, st);
+			wakeup = enqueue_pick_decide(rq, pool, se, n, insert, curr_n, action, nse, &wk,
+						     params, st, &ret);
 		}
 	}
 	ret = enqueue_finish(rq, pool, se, n, wakeup, wk_bits, lazy, params, st, ret);
