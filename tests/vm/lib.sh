@@ -25,8 +25,28 @@ wait_state() {
 	return 1
 }
 
+# A shared lab: in a test whose header has a "# lab: shared" line, a plain start_lab (no
+# options) takes over the daemon that the test before it, also shared, left attached, after
+# putting its features and tunables back to what they were at its attach; its stop_lab leaves
+# it attached for the next one (tests/vm/suite.sh stops it after the last of a row). Each start
+# saved is a BPF verification, most of a start's time under emulation. Such a test counts
+# decisions with before/after deltas (counters), never since attach, and may find the queues
+# warm.
+LAB_SHARED=/tmp/lab.shared
+
 # start_lab [OPTIONS...]: start the scheduler in the background and wait until it is attached.
 start_lab() {
+	if [ $# -eq 0 ] && [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ]; then
+		LAB_PID=$(sed -n 1p $LAB_SHARED)
+		if lab_attached; then
+			scx_eevdf_lab features $(sed -n 2p $LAB_SHARED) >/dev/null 2>&1 &&
+				scx_eevdf_lab set $(sed -n '3,$p' $LAB_SHARED) >/dev/null 2>&1 ||
+				fail "cannot put the shared lab's knobs back"
+			note "the lab an earlier test attached (pid $LAB_PID), its knobs as at its attach"
+			return 0
+		fi
+		rm -f $LAB_SHARED
+	fi
 	scx_eevdf_lab "$@" >"$LAB_LOG" 2>&1 &
 	LAB_PID=$!
 	# Loading and BPF verification under software emulation take 40-160 s (2 host cores).
@@ -38,15 +58,41 @@ start_lab() {
 	done
 	n=50; while [ ! -e /sys/fs/bpf/scx_eevdf_lab/knobs ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 	case "$(cat $SCX/root/ops)" in eevdf_lab*) ;; *) fail "root/ops is $(cat $SCX/root/ops)" ;; esac
+	if [ $# -eq 0 ] && [ "${LAB_SHARE:-}" = 1 ]; then
+		{ echo "$LAB_PID"; scx_eevdf_lab features; scx_eevdf_lab get; } >$LAB_SHARED ||
+			fail "cannot read the knobs of the lab to share"
+	fi
 }
 
-# stop_lab: SIGINT, then the daemon must exit 0 and sched_ext return to disabled.
+# stop_lab: SIGINT, then the daemon must exit 0 and sched_ext return to disabled. A shared lab
+# (see start_lab) must still be attached, and stays so.
 stop_lab() {
+	if [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ] && [ "$(sed -n 1p $LAB_SHARED)" = "$LAB_PID" ]; then
+		lab_attached || fail "the shared lab is not attached any more"
+		LAB_PID=
+		return 0
+	fi
 	kill -INT "$LAB_PID" 2>/dev/null
 	wait "$LAB_PID"; rc=$?
 	LAB_PID=
 	[ $rc -eq 0 ] || fail "the daemon exited with $rc after SIGINT"
 	wait_state disabled 50 || fail "state is $(scx_state) after the daemon exited"
+}
+
+# release_lab: stop_lab, also of a shared lab (for a test that needs the built-in EEVDF after
+# its lab part). A shared lab is not this shell's child: it must exit within 10 s and sched_ext
+# return to disabled (its exit status is not this shell's to read).
+release_lab() {
+	if [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ] && [ "$(sed -n 1p $LAB_SHARED)" = "$LAB_PID" ]; then
+		rm -f $LAB_SHARED
+		kill -INT "$LAB_PID" 2>/dev/null
+		n=100; while kill -0 "$LAB_PID" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+		kill -0 "$LAB_PID" 2>/dev/null && fail "the shared lab did not exit within 10 s of SIGINT"
+		LAB_PID=
+		wait_state disabled 50 || fail "state is $(scx_state) after the daemon exited"
+		return 0
+	fi
+	stop_lab
 }
 
 # has TEXT REGEX: TEXT has a line matching the extended REGEX.

@@ -8,6 +8,10 @@
 # topology (`scripts/vm --smp SPEC`: the guest sees lab.smp=SPEC); every other test is functional
 # and belongs in a normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run,
 # in name order.
+#
+# Tests whose header has a "# lab: shared" line share one lab daemon while they come one after
+# the other (see start_lab in lib.sh): the suite stops it after the last of such a row, or after
+# one that fails.
 # shellcheck shell=sh
 cd "$(dirname "$0")" || exit 2
 boot=functional
@@ -24,32 +28,49 @@ tests=$*
 if [ -z "$tests" ]; then
 	for t in t-*.sh; do [ "$(boot_of "$t")" = $boot ] && tests="$tests $t"; done
 fi
-# kill_lab SIGNAL: every scx_eevdf_lab process (busybox has no pkill).
+# kill_lab SIGNAL [PID]: every scx_eevdf_lab process but PID (busybox has no pkill).
 kill_lab() {
 	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = scx_eevdf_lab ] && kill -"$1" "${d#/proc/}" 2>/dev/null
+		[ "${d#/proc/}" != "${2:-}" ] && [ "$(cat "$d/comm" 2>/dev/null)" = scx_eevdf_lab ] &&
+			kill -"$1" "${d#/proc/}" 2>/dev/null
 	done
 }
-pass=0 failed=0 names=
-echo "kernel $(uname -r), $(nproc) CPUs, $boot boot"
-for t in $tests; do
-	name=${t%.sh}
-	start=$(date +%s) seq0=$(cat /sys/kernel/sched_ext/enable_seq)
-	echo "== $name"
-	[ -f "./$name.sh" ] && [ "$(boot_of "./$name.sh")" != $boot ] &&
-		echo "  note: a $(boot_of "./$name.sh") test in a $boot boot: its verdict may not hold in the other kind"
-	sh "./$name.sh"
-	rc=$?
-	# Leave no scheduler (or bench) behind for the next test.
+shared_of() { [ -f "$1" ] && grep -qx '# lab: shared' "$1"; }
+# stop_all: no scheduler (or bench) left behind for the next test.
+stop_all() {
 	kill_lab INT
 	n=0
 	while [ "$(cat /sys/kernel/sched_ext/state)" != disabled ] && [ $n -lt 100 ]; do
 		sleep 0.1; n=$((n + 1))
 	done
 	kill_lab KILL
-	rm -rf /sys/fs/bpf/scx_eevdf_lab
+	rm -rf /sys/fs/bpf/scx_eevdf_lab /tmp/lab.shared
+}
+pass=0 failed=0 names=
+echo "kernel $(uname -r), $(nproc) CPUs, $boot boot"
+set -- $tests
+while [ $# -gt 0 ]; do
+	t=$1 next=${2:-}
+	shift
+	name=${t%.sh}
+	start=$(date +%s) seq0=$(cat /sys/kernel/sched_ext/enable_seq)
+	echo "== $name"
+	[ -f "./$name.sh" ] && [ "$(boot_of "./$name.sh")" != $boot ] &&
+		echo "  note: a $(boot_of "./$name.sh") test in a $boot boot: its verdict may not hold in the other kind"
+	share=0
+	shared_of "./$name.sh" && share=1
+	LAB_SHARE=$share sh "./$name.sh"
+	rc=$?
+	# A shared lab stays for the next test when that one shares it too and this one passed.
+	# Whatever else of the lab's this test left running goes.
+	if [ $share = 1 ] && [ $rc -eq 0 ] && shared_of "./${next%.sh}.sh" && [ -s /tmp/lab.shared ]; then
+		kill_lab KILL "$(sed -n 1p /tmp/lab.shared)"
+	else
+		stop_all
+	fi
 	# Its time and how many times a scheduler was enabled (loaded and verified: most of the time).
 	took="$(($(date +%s) - start)) s, attaches: $(($(cat /sys/kernel/sched_ext/enable_seq) - seq0))"
+	[ $share = 0 ] || took="$took, shared lab"
 	if [ $rc -eq 0 ]; then
 		pass=$((pass + 1)); echo "PASS $name ($took)"
 	else

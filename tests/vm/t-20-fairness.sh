@@ -8,6 +8,7 @@
 # is 180 ms of CPU time, and EEVDF keeps every task within a few slices of its fair share (lag
 # is bounded by the slice, ~3 ms here, and the 4 ms tick that enforces it), i.e. about 2 %.
 # boot: timing
+# lab: shared
 . ./lib.sh
 
 CPU=3

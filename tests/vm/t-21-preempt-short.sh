@@ -22,6 +22,7 @@
 # feature): the default-slice probe should not care about PREEMPT_SHORT; the difference of
 # differences is printed, not asserted.
 # boot: timing
+# lab: shared
 . ./lib.sh
 
 SPEC=hogs=2:probes=2:interval_us=1000:work_us=200

@@ -2,6 +2,7 @@
 # are off by default), then with every feature off, both switched live: a 20 s stress-ng mix (cpu,
 # fork, pipe, affinity) completes each time, the scheduler stays attached without a reload, and
 # the features line says what was asked.
+# lab: shared
 . ./lib.sh
 
 SECS=20
@@ -17,6 +18,7 @@ smoke() {
 }
 
 start_lab
+orig=$(scx_eevdf_lab features)
 all=$(feature_names)
 off=$(for f in $all; do printf "NO_%s " "$f"; done)
 note "$(echo $all | wc -w) features"
@@ -27,6 +29,7 @@ scx_eevdf_lab features $off 2>/dev/null || fail "cannot turn every feature off"
 check "all off: every token of the features line is NO_" \
 	sh -c '[ -z "$(scx_eevdf_lab features | tr " " "\n" | grep -v "^NO_" | grep .)" ]'
 smoke all-off
-note "counters since attach:"
+note "counters since the lab attached:"
 scx_eevdf_lab monitor --count 1 0.1 | sed 's/^/    /'
+scx_eevdf_lab features $orig >/dev/null 2>&1 || fail "cannot put the features back"
 stop_lab

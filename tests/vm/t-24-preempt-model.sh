@@ -8,6 +8,7 @@
 #    preempt=full both stay flat, switched live without a reload.
 # It counts decisions, it does not time them: a functional boot.
 # kernels: all
+# lab: shared
 . ./lib.sh
 
 DBG=/sys/kernel/debug/sched

@@ -5,6 +5,7 @@
 #  2. turning a feature off stops the counters only it drives: over a 1.5 s window under the load
 #     they stay flat (e.g. NO_WAKEUP_PREEMPTION: preempt_wakeup, preempt_short...), while the same
 #     window with the feature on moves them.
+# lab: shared
 . ./lib.sh
 
 WIN=1.5

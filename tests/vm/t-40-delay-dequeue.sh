@@ -2,6 +2,7 @@
 # pairs, i.e. 2 and 8 tasks on 4 vCPUs): with DELAY_DEQUEUE ghosts are created and woken ghosts
 # go back to their own CPU without CPU selection; with NO_DELAY_DEQUEUE no ghost exists; with
 # NO_DELAY_ZERO some ghosts wake with positive lag.
+# lab: shared
 . ./lib.sh
 
 pipes() { # pipes PAIRS SECONDS

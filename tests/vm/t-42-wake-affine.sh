@@ -1,6 +1,7 @@
 # Wake-affine CPU choice: on a waker/wakee load (hackbench threads, pipes and sockets) the
 # wake_affine_weight() outcome counter moves with WA_WEIGHT and stays flat with NO_WA_WEIGHT;
 # the wake_affine_idle() outcomes likewise with WA_IDLE / NO_WA_IDLE.
+# lab: shared
 . ./lib.sh
 
 F="wa_idle_this wa_idle_prev wa_weight_this wa_prev wake_wide select"

@@ -1,6 +1,7 @@
 # The stress smoke under every combination of DELAY_DEQUEUE, DELAY_ZERO and the two experiment
 # knobs (DELAY_WAKE_COLD, DELAY_REQUEUE_SELECT), switched live every 2 s while the stressors run;
 # the scheduler stays attached and every stressor completes. The knobs' own counters move.
+# lab: shared
 . ./lib.sh
 
 start_lab
