@@ -1,4 +1,4 @@
-# A CPU taken by a higher class: a SCHED_FIFO hog pinned to CPU 1 at 100 % for 30 s while 8 lab
+# A CPU taken by a higher class: a SCHED_FIFO hog pinned to CPU 1 at 100 % for 15 s while 8 lab
 # CPU hogs that may run anywhere are queued. When the RT task takes CPU 1, ops.cpu_release hands
 # back what waits in its local DSQ and the balancer empties its queue (a released CPU counts as
 # busy whatever its load): every hog runs elsewhere, none goes a second without CPU time (sampled
@@ -9,7 +9,7 @@
 # boot: timing
 . ./lib.sh
 
-SECS=30
+SECS=15
 start_lab
 seq0=$(cat $SCX/enable_seq)
 before=$(counters cpu_release reenq_moved pull_periodic)
