@@ -3,17 +3,30 @@
 #  - a busy loop pinned to CPU 2 for 3 s saturates CPU 2's signals (about 1024 each), while an
 #    idle CPU's stay low;
 #  - once it stops, CPU 2 runs nothing of ours and its blocked averages decay (refreshed every
-#    32 ms from a busy CPU's tick, as the kernel's nohz idle balance does): near zero 0.6 s later;
+#    32 ms from a busy CPU's tick, as the kernel's nohz idle balance does): near zero 0.6 s later
+#    (each step samples every 0.3 s for up to 6 s more: a loaded host can stall emulated CPUs);
 #  - moved to CPU 3 while running (an affinity change), its history goes with it: CPU 3's signals
 #    rise, and the attach and detach/remove counters move.
 # The test itself, the daemon and the monitors it starts stay on CPU 0, so that CPUs 2 and 3 run
 # only what the test puts there (and the odd kernel thread).
 # The arithmetic itself is pinned by host tests against the signal's definition.
+# lab: shared
 . ./lib.sh
 taskset -p -c 0 $$ >/dev/null || fail "cannot pin the test to CPU 0"
 
 # sample: one monitor sample of every CPU's queue into /tmp/pelt.out.
 sample() { scx_eevdf_lab monitor --count 1 0.1 >/tmp/pelt.out || fail "monitor failed"; }
+# until_sampled TENTHS CONDITION...: sample every 0.3 s until CONDITION holds, at most TENTHS/10 s; then
+# waited holds the seconds it took.
+until_sampled() {
+	n=$1 waited=0; shift
+	while :; do
+		sample
+		"$@" && return 0
+		[ $n -gt 0 ] || return 1
+		sleep 0.3; n=$((n - 3)); waited=$(awk -v w="$waited" 'BEGIN { print w + 0.3 }')
+	done
+}
 # pelt CPU FIELD: FIELD (load, runnable, util, util_est) of CPU's queue in the last sample.
 pelt() {
 	awk -v c="cpu$1" -v f="$2" '$1 == c { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }' /tmp/pelt.out
@@ -27,7 +40,9 @@ ticker=$!
 taskset -c 2 sh -c 'while :; do :; done' &
 hog=$!
 sleep 3
-sample; show 2; show 3
+busy() { [ "$(pelt 2 util)" -ge 900 ] 2>/dev/null && [ "$(pelt 2 load)" -ge 900 ] 2>/dev/null && [ "$(pelt 2 runnable)" -ge 900 ] 2>/dev/null; }
+until_sampled 60 busy
+show 2; show 3
 u=$(pelt 2 util); l=$(pelt 2 load); r=$(pelt 2 runnable)
 check "a saturated CPU's utilisation is near 1024 ($u)" [ "${u:-0}" -ge 900 ]
 check "its load average is near the hog's weight, 1024 ($l)" [ "${l:-0}" -ge 900 ]
@@ -38,16 +53,22 @@ check "an idle CPU's utilisation stays low ($i3)" [ "${i3:-9999}" -le 100 ]
 before=$(counters pelt_attach pelt_detach pelt_remove pelt_blocked)
 taskset -p -c 3 $hog >/dev/null || fail "taskset -p 3 $hog failed"
 sleep 2
-sample; show 2; show 3
+moved() { [ "$(pelt 3 util)" -ge 800 ] 2>/dev/null && [ "$(pelt 2 util)" -le 100 ] 2>/dev/null; }
+until_sampled 60 moved
+show 2; show 3
+note "(2 s after the move, then $waited s of sampling)"
 u3=$(pelt 3 util); u2=$(pelt 2 util)
 check "the moved hog's CPU 3 is busy now ($u3)" [ "${u3:-0}" -ge 800 ]
 check "CPU 2 decayed once nothing of ours ran there ($u2)" [ "${u2:-9999}" -le 100 ]
 
 kill $hog; wait $hog 2>/dev/null
 sleep 0.6
-sample; show 3
+decayed() { [ "$(pelt 3 util)" -le 60 ] 2>/dev/null && [ "$(pelt 3 load)" -le 60 ] 2>/dev/null; }
+until_sampled 60 decayed
+show 3
+note "(0.6 s after the exit, then $waited s of sampling)"
 u3=$(pelt 3 util); l3=$(pelt 3 load)
-check "0.6 s after the hog exited CPU 3's utilisation is near zero ($u3)" [ "${u3:-9999}" -le 60 ]
+check "once the hog exited CPU 3's utilisation decayed to near zero ($u3)" [ "${u3:-9999}" -le 60 ]
 check "and its load average ($l3)" [ "${l3:-9999}" -le 60 ]
 after=$(counters pelt_attach pelt_detach pelt_remove pelt_blocked)
 note "attach $(delta "$before" "$after" 1) detach $(delta "$before" "$after" 2) remove $(delta "$before" "$after" 3) blocked updates $(delta "$before" "$after" 4)"
