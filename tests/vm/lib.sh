@@ -80,19 +80,28 @@ stop_lab() {
 }
 
 # release_lab: stop_lab, also of a shared lab (for a test that needs the built-in EEVDF after
-# its lab part). A shared lab is not this shell's child: it must exit within 10 s and sched_ext
-# return to disabled (its exit status is not this shell's to read).
+# its lab part). A shared lab that an earlier test started is not this shell's child: it must
+# exit within 10 s (its exit status is not this shell's to read) and sched_ext return to
+# disabled.
 release_lab() {
 	if [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ] && [ "$(sed -n 1p $LAB_SHARED)" = "$LAB_PID" ]; then
 		rm -f $LAB_SHARED
-		kill -INT "$LAB_PID" 2>/dev/null
-		n=100; while kill -0 "$LAB_PID" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-		kill -0 "$LAB_PID" 2>/dev/null && fail "the shared lab did not exit within 10 s of SIGINT"
-		LAB_PID=
-		wait_state disabled 50 || fail "state is $(scx_state) after the daemon exited"
-		return 0
+		if [ "$(awk '{ print $4 }' "/proc/$LAB_PID/stat" 2>/dev/null)" != $$ ]; then
+			kill -INT "$LAB_PID" 2>/dev/null
+			n=100; while pid_alive "$LAB_PID" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+			pid_alive "$LAB_PID" && fail "the shared lab did not exit within 10 s of SIGINT"
+			LAB_PID=
+			wait_state disabled 50 || fail "state is $(scx_state) after the daemon exited"
+			return 0
+		fi
 	fi
 	stop_lab
+}
+
+# pid_alive PID: the process exists and has not exited (a zombie has).
+pid_alive() {
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ]
 }
 
 # has TEXT REGEX: TEXT has a line matching the extended REGEX.
