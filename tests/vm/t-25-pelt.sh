@@ -7,8 +7,8 @@
 #    (each step samples every 0.3 s for up to 6 s more: a loaded host can stall emulated CPUs);
 #  - moved to CPU 3 while running (an affinity change), its history goes with it: CPU 3's signals
 #    rise, and the attach and detach/remove counters move.
-# The test itself, the daemon and the monitors it starts stay on CPU 0, so that CPUs 2 and 3 run
-# only what the test puts there (and the odd kernel thread).
+# The test itself, the daemon (every thread) and the monitors it starts stay on CPU 0, so that
+# CPUs 2 and 3 run only what the test puts there (and the odd kernel thread).
 # The arithmetic itself is pinned by host tests against the signal's definition.
 # lab: shared
 . ./lib.sh
@@ -34,6 +34,10 @@ pelt() {
 show() { note "cpu$1: load $(pelt "$1" load) runnable $(pelt "$1" runnable) util $(pelt "$1" util) util_est $(pelt "$1" util_est)"; }
 
 start_lab
+# The daemon too (a shared one was started elsewhere): it serves the test's samples, and on CPU 3
+# it would be what keeps that CPU's signals up. Its threads get every CPU back at the end.
+pin_daemon() { for t in /proc/$LAB_PID/task/*; do taskset -p -c "$1" "${t##*/}" >/dev/null || return 1; done; }
+pin_daemon 0 || fail "cannot pin the daemon to CPU 0"
 # A busy CPU whose ticks keep the blocked averages moving (CPU 1), for the whole test.
 taskset -c 1 sh -c 'while :; do :; done' &
 ticker=$!
@@ -77,5 +81,6 @@ check "and took it off CPU 2 (detach or remove)" \
 	[ $(($(delta "$before" "$after" 2) + $(delta "$before" "$after" 3))) -ge 1 ]
 check "idle CPUs' blocked averages were brought up to date" [ "$(delta "$before" "$after" 4)" -ge 10 ]
 kill $ticker; wait $ticker 2>/dev/null
+pin_daemon "0-$(($(nproc) - 1))" || fail "cannot give the daemon every CPU back"
 check "still attached" lab_attached
 stop_lab
