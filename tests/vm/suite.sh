@@ -35,6 +35,17 @@ kill_lab() {
 			kill -"$1" "${d#/proc/}" 2>/dev/null
 	done
 }
+# kill_strays BEFORE [KEEP]: every process that a test left behind -- not a kernel thread, not
+# in BEFORE (the pids before the test), not KEEP (a shared lab), not this shell. A busy loop a
+# failed test did not stop would hold the console pipe open, and the boot would never end.
+kill_strays() {
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		{ [ "$p" = $$ ] || [ "$p" = "${2:-}" ] || [ ! -s "$d/cmdline" ]; } && continue
+		case " $1 " in *" $p "*) continue ;; esac
+		kill -KILL "$p" 2>/dev/null
+	done
+}
 shared_of() { [ -f "$1" ] && grep -qx '# lab: shared' "$1"; }
 # stop_all: no scheduler (or bench) left behind for the next test.
 stop_all() {
@@ -57,6 +68,7 @@ while [ $# -gt 0 ]; do
 	echo "== $name"
 	[ -f "./$name.sh" ] && [ "$(boot_of "./$name.sh")" != $boot ] &&
 		echo "  note: a $(boot_of "./$name.sh") test in a $boot boot: its verdict may not hold in the other kind"
+	before=$(cd /proc && echo [0-9]*)
 	share=0
 	shared_of "./$name.sh" && share=1
 	LAB_SHARE=$share sh "./$name.sh"
@@ -64,9 +76,12 @@ while [ $# -gt 0 ]; do
 	# A shared lab stays for the next test when that one shares it too and this one passed.
 	# Whatever else of the lab's this test left running goes.
 	if [ $share = 1 ] && [ $rc -eq 0 ] && shared_of "./${next%.sh}.sh" && [ -s /tmp/lab.shared ]; then
-		kill_lab KILL "$(sed -n 1p /tmp/lab.shared)"
+		keep=$(sed -n 1p /tmp/lab.shared)
+		kill_lab KILL "$keep"
+		kill_strays "$before" "$keep"
 	else
 		stop_all
+		kill_strays "$before"
 	fi
 	# Its time and how many times a scheduler was enabled (loaded and verified: most of the time).
 	took="$(($(date +%s) - start)) s, attaches: $(($(cat /sys/kernel/sched_ext/enable_seq) - seq0))"
