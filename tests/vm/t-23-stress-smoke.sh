@@ -1,11 +1,11 @@
 # The stress smoke with every feature on (the kernel's and the lab's own knobs, also the ones that
-# are off by default), then with every feature off, both switched live: a 20 s stress-ng mix (cpu,
+# are off by default), then with every feature off, both switched live: a 10 s stress-ng mix (cpu,
 # fork, pipe, affinity) completes each time, the scheduler stays attached without a reload, and
 # the features line says what was asked.
 # lab: shared
 . ./lib.sh
 
-SECS=20
+SECS=10
 
 # smoke NAME: run the stress mix; every stressor must complete.
 smoke() {
