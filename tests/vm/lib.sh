@@ -64,10 +64,13 @@ start_lab() {
 	fi
 }
 
+# holds_shared: LAB_PID is the shared lab (see start_lab).
+holds_shared() { [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ] && [ "$(sed -n 1p $LAB_SHARED)" = "$LAB_PID" ]; }
+
 # stop_lab: SIGINT, then the daemon must exit 0 and sched_ext return to disabled. A shared lab
 # (see start_lab) must still be attached, and stays so.
 stop_lab() {
-	if [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ] && [ "$(sed -n 1p $LAB_SHARED)" = "$LAB_PID" ]; then
+	if holds_shared; then
 		lab_attached || fail "the shared lab is not attached any more"
 		LAB_PID=
 		return 0
@@ -84,7 +87,7 @@ stop_lab() {
 # exit within 10 s (its exit status is not this shell's to read) and sched_ext return to
 # disabled.
 release_lab() {
-	if [ "${LAB_SHARE:-}" = 1 ] && [ -s $LAB_SHARED ] && [ "$(sed -n 1p $LAB_SHARED)" = "$LAB_PID" ]; then
+	if holds_shared; then
 		rm -f $LAB_SHARED
 		if [ "$(awk '{ print $4 }' "/proc/$LAB_PID/stat" 2>/dev/null)" != $$ ]; then
 			kill -INT "$LAB_PID" 2>/dev/null

@@ -28,11 +28,10 @@ tests=$*
 if [ -z "$tests" ]; then
 	for t in t-*.sh; do [ "$(boot_of "$t")" = $boot ] && tests="$tests $t"; done
 fi
-# kill_lab SIGNAL [PID]: every scx_eevdf_lab process but PID (busybox has no pkill).
+# kill_lab SIGNAL: every scx_eevdf_lab process (busybox has no pkill).
 kill_lab() {
 	for d in /proc/[0-9]*; do
-		[ "${d#/proc/}" != "${2:-}" ] && [ "$(cat "$d/comm" 2>/dev/null)" = scx_eevdf_lab ] &&
-			kill -"$1" "${d#/proc/}" 2>/dev/null
+		[ "$(cat "$d/comm" 2>/dev/null)" = scx_eevdf_lab ] && kill -"$1" "${d#/proc/}" 2>/dev/null
 	done
 }
 # kill_strays BEFORE [KEEP]: every process that a test left behind -- not a kernel thread, not
@@ -74,11 +73,9 @@ while [ $# -gt 0 ]; do
 	LAB_SHARE=$share sh "./$name.sh"
 	rc=$?
 	# A shared lab stays for the next test when that one shares it too and this one passed.
-	# Whatever else of the lab's this test left running goes.
+	# Whatever else this test left running goes.
 	if [ $share = 1 ] && [ $rc -eq 0 ] && shared_of "./${next%.sh}.sh" && [ -s /tmp/lab.shared ]; then
-		keep=$(sed -n 1p /tmp/lab.shared)
-		kill_lab KILL "$keep"
-		kill_strays "$before" "$keep"
+		kill_strays "$before" "$(sed -n 1p /tmp/lab.shared)"
 	else
 		stop_all
 		kill_strays "$before"

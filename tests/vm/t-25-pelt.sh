@@ -38,8 +38,6 @@ start_lab
 # it would be what keeps that CPU's signals up. Its threads get every CPU back at the end.
 pin_daemon() { for t in /proc/$LAB_PID/task/*; do taskset -p -c "$1" "${t##*/}" >/dev/null || return 1; done; }
 pin_daemon 0 || fail "cannot pin the daemon to CPU 0"
-ticker= hog=
-trap 'kill $ticker $hog 2>/dev/null' EXIT
 # A busy CPU whose ticks keep the blocked averages moving (CPU 1), for the whole test.
 taskset -c 1 sh -c 'while :; do :; done' &
 ticker=$!
