@@ -320,6 +320,27 @@ mod tests {
         assert!(Topo::from_cpus(SMT_MAX + 1, &ids(&wide)).is_err());
     }
 
+    /// A big host: 4,096 CPUs in 2 nodes of 32 LLCs of 32 SMT-2 cores, and the data structures'
+    /// whole range; one CPU more is refused with the limit in the message.
+    #[test]
+    fn thousands_of_cpus() {
+        let big: Vec<_> = (0..4096).map(|c| (c, c / 2048, c / 64, c / 2)).collect();
+        let t = Topo::from_cpus(4096, &ids(&big)).unwrap();
+        assert_eq!(
+            t.describe(),
+            "4096 CPUs in 64 LLCs, 2 NUMA nodes, 2048 cores (SMT)"
+        );
+        assert_eq!(t.llc_size, vec![64; 64]);
+        assert_eq!(t.cpu_core[4095], 2047);
+        assert!(MAX >= 4096);
+        let all: Vec<_> = (0..MAX).map(|c| (c, 0, c / 64, c)).collect();
+        assert!(Topo::from_cpus(MAX, &ids(&all)).is_ok());
+        let err = Topo::from_cpus(MAX + 1, &ids(&all))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&MAX.to_string()), "{err}");
+    }
+
     /// A process pinned to one CPU (a bench under `taskset -c 3`) must still scale the slice by
     /// the machine's CPU count, as the kernel does.
     #[test]

@@ -19,7 +19,10 @@ struct bpf_spin_lock {
 #endif
 
 enum lab_consts {
-	LAB_MAX_CPUS = 512,
+	/* The CPUs the data structures hold: CONFIG_NR_CPUS of the distribution kernels (Debian's
+	 * amd64 and arm64 builds), so that every CPU such a kernel can bring up has a queue. A power
+	 * of two: indices are masked with LAB_MAX_CPUS - 1 for the verifier. */
+	LAB_MAX_CPUS = 8192,
 	/* SMT siblings of one core that CPU selection walks (cpu_smt_mask()). */
 	LAB_MAX_SMT = 8,
 	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
