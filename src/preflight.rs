@@ -110,6 +110,8 @@ pub const NEEDS: &[Need] = &[
     op("exit"),
     op("cpu_acquire"),
     op("cpu_release"),
+    op("cpu_online"),
+    op("cpu_offline"),
     op("update_idle"),
     need(
         Probe::Kfunc("scx_bpf_pick_idle_cpu"),

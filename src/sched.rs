@@ -1,6 +1,7 @@
 //! The scheduler daemon: opens, loads and attaches the BPF scheduler, serves the run loop, and
 //! detaches cleanly on SIGINT/SIGTERM or when the kernel ejects the scheduler.
 
+use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{self, Knobs};
 use crate::eevdf::ffi;
@@ -478,9 +479,6 @@ fn measure_hz(skel: &BpfSkel) -> Result<u64> {
         .unwrap())
 }
 
-/// The low bits of the BPF side's LAB_EXIT_POOL_FULL exit code (a restart request).
-const LAB_EXIT_POOL_FULL_CODE: i64 = 1;
-
 /// Loads and runs the scheduler until shutdown, restarting it when the kernel asks for it
 /// (CPU hotplug). Returns Ok when detached on request; an error carries the exit reason.
 pub fn run(opts: &RunOpts) -> Result<()> {
@@ -562,10 +560,14 @@ pub fn run(opts: &RunOpts) -> Result<()> {
                 crate::sysfs::read_state().is_ok_and(|s| s.enable_seq != before.enable_seq);
             if enabled {
                 retry = AttachRetry::default();
-                if uei.exit_code().unwrap_or(0) & 0xffff == LAB_EXIT_POOL_FULL_CODE {
-                    info!("the task pool is full; reloading with one sized for the current limits");
-                } else {
-                    info!("the kernel asked for a restart (CPU hotplug); reloading");
+                match (uei.exit_code().unwrap_or(0) & 0xffff) as u32 {
+                    bpf_intf::lab_exit_reason_LAB_EXIT_RSN_POOL_FULL => info!(
+                        "the task pool is full; reloading with one sized for the current limits"
+                    ),
+                    bpf_intf::lab_exit_reason_LAB_EXIT_RSN_NEW_CPU => info!(
+                        "a CPU unknown to the loaded topology came online; reloading to read its place"
+                    ),
+                    _ => info!("the kernel asked for a restart (CPU hotplug); reloading"),
                 }
                 continue;
             }

@@ -214,6 +214,10 @@ pub struct Metrics {
     pub cpu_offline: u64,
     #[stat(desc = "entities moved off a CPU going offline, keeping their lag")]
     pub hotplug_moved: u64,
+    #[stat(
+        desc = "tasks bound to a CPU going offline, handed to the global DSQ that it still consumes"
+    )]
+    pub hotplug_global: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -356,6 +360,7 @@ pub const COUNTERS: &[&str] = &[
     "cpu_online",
     "cpu_offline",
     "hotplug_moved",
+    "hotplug_global",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -527,12 +532,13 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "cpus    taken by a higher class {} (local tasks moved {}) | hotplug: online {} offline {} (entities moved {})",
+            "cpus    taken by a higher class {} (local tasks moved {}) | hotplug: online {} offline {} (entities moved {}, bound tasks to the global DSQ {})",
             self.cpu_release,
             self.reenq_moved,
             self.cpu_online,
             self.cpu_offline,
-            self.hotplug_moved
+            self.hotplug_moved,
+            self.hotplug_global
         )?;
         writeln!(
             w,

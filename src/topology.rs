@@ -77,6 +77,9 @@ pub struct Topo {
     pub core_size: Vec<u32>,
     /// Some core has more than one CPU: sched_smt_active().
     pub smt_active: bool,
+    /// The topology listed the CPU (it was online); an unlisted one has an LLC and a core of its
+    /// own until a reload reads its place.
+    pub cpu_known: Vec<bool>,
 }
 
 /// A CPU as the topology lists it: its number, NUMA node, LLC and core (ids need not be dense).
@@ -145,6 +148,7 @@ impl Topo {
             cores[k].push(c.cpu as u32);
             listed[c.cpu] = true;
         }
+        t.cpu_known = listed.clone();
         for cpu in (0..nr_cpus).filter(|&c| !listed[c]) {
             t.cpu_llc[cpu] = llcs.len() as u32;
             llcs.push(vec![cpu as u32]);
@@ -188,13 +192,22 @@ impl Topo {
     /// One line for the log: "8 CPUs in 2 LLCs, 2 NUMA nodes, 4 cores (SMT)".
     pub fn describe(&self) -> String {
         let n = |k: u32, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        let unknown = self.cpu_known.iter().filter(|&&k| !k).count() as u32;
         format!(
-            "{} in {}, {}, {}{}",
+            "{} in {}, {}, {}{}{}",
             n(self.nr_cpus, "CPU", "CPUs"),
             n(self.nr_llcs(), "LLC", "LLCs"),
             n(self.nr_nodes, "NUMA node", "NUMA nodes"),
             n(self.nr_cores(), "core", "cores"),
-            if self.smt_active { " (SMT)" } else { "" }
+            if self.smt_active { " (SMT)" } else { "" },
+            if unknown > 0 {
+                format!(
+                    "; {} offline, placed by a reload when it comes online",
+                    n(unknown, "CPU", "CPUs")
+                )
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -237,6 +250,9 @@ macro_rules! fill_topo {
         }
         for (i, v) in t.llc_cpus.iter().enumerate() {
             $dst.llc_cpus[i] = *v;
+        }
+        for (i, v) in t.cpu_known.iter().enumerate() {
+            $dst.cpu_known[i] = *v as u8;
         }
     }};
 }
@@ -291,7 +307,12 @@ mod tests {
             let (s, n) = (t.core_start[k] as usize, t.core_size[k] as usize);
             assert!(t.core_cpus[s..s + n].contains(&cpu));
         }
-        assert_eq!(t.describe(), "7 CPUs in 3 LLCs, 1 NUMA node, 5 cores (SMT)");
+        assert_eq!(
+            t.describe(),
+            "7 CPUs in 3 LLCs, 1 NUMA node, 5 cores (SMT); 1 CPU offline, placed by a reload when it comes online"
+        );
+        // Only the offline CPU's place is unknown (a reload reads it once it is online).
+        assert_eq!(t.cpu_known, [true, true, true, true, true, true, false]);
         assert!(Topo::from_cpus(0, &[]).is_err());
     }
 
@@ -332,7 +353,7 @@ mod tests {
         );
         assert_eq!(t.llc_size, vec![64; 64]);
         assert_eq!(t.cpu_core[4095], 2047);
-        assert!(MAX >= 4096);
+        const _: () = assert!(MAX >= 4096);
         let all: Vec<_> = (0..MAX).map(|c| (c, 0, c / 64, c)).collect();
         assert!(Topo::from_cpus(MAX, &ids(&all)).is_ok());
         let err = Topo::from_cpus(MAX + 1, &ids(&all))

@@ -435,8 +435,9 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	s32 src, kick = -1;
 	bool released;
 
-	/* nohz idle balance: tasks wait here while a CPU of the LLC idles. */
-	if (rq_runnable(rq) >= 2) {
+	/* nohz idle balance: tasks wait here while a CPU of the LLC idles (on a CPU going offline,
+	 * any task that waits here: sched_ext no longer dispatches from its queue). */
+	if (rq_runnable(rq) >= 2 || (READ_ONCE(rq->offline) && rq_runnable(rq))) {
 		idle = scx_bpf_get_idle_cpumask();
 		bpf_for(i, 0, size) {
 			s32 c = topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
@@ -453,7 +454,8 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 		}
 	}
 
-	if (++pc->balance_ticks < LAB_BALANCE_TICKS)
+	/* A CPU going offline pulls nothing into a queue that is no longer dispatched from. */
+	if (++pc->balance_ticks < LAB_BALANCE_TICKS || READ_ONCE(rq->offline))
 		return;
 	pc->balance_ticks = 0;
 	if (!READ_ONCE(nr_overloaded))
@@ -461,9 +463,10 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	src = find_busiest(cpu, false);
 	if (src < 0 || !(srq = rq_get(src)))
 		return;
-	/* A CPU held by a higher class: what waits there moves, whatever the loads say (its
-	 * capacity for our tasks is nil, which the kernel's load balancing sees as overload). */
-	released = READ_ONCE(srq->released);
+	/* A CPU held by a higher class or going offline: what waits there moves, whatever the loads
+	 * say (its capacity for our tasks is nil, which the kernel's load balancing sees as
+	 * overload). */
+	released = READ_ONCE(srq->released) || READ_ONCE(srq->offline);
 	bpf_for(i, 0, size)
 		sum += cpu_load(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
 	avg = size ? sum / size : 0;

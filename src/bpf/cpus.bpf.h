@@ -2,7 +2,7 @@
 /*
  * CPUs going idle (ops.update_idle), and CPUs that sched_ext loses for a while: taken by a higher
  * class (ops.cpu_release / ops.cpu_acquire), or going offline and coming back (ops.cpu_offline /
- * ops.cpu_online, built only with LAB_HOTPLUG_OPS).
+ * ops.cpu_online), without a reload.
  */
 #ifndef __LAB_CPUS_BPF_H
 #define __LAB_CPUS_BPF_H
@@ -52,14 +52,17 @@ void BPF_STRUCT_OPS(lab_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
 }
 
 /*
- * ops.cpu_online / ops.cpu_offline are not registered: handling hotplug inside the scheduler
- * left a task stranded in one of three VM runs of 50 cycles (a runnable task stall), so a CPU
- * going on or offline still makes the kernel ask for a restart, and the daemon reloads.
+ * ops.cpu_online: @cpu came up: its queue takes tasks again (the scheduler is not reloaded). A
+ * CPU that was offline when the scheduler loaded has no place in its topology (no LLC, core or
+ * node of its own kind): then the scheduler asks to be loaded again, which reads it.
  */
-#ifdef LAB_HOTPLUG_OPS
-/* ops.cpu_online: @cpu came up: its queue takes tasks again (the scheduler is not reloaded). */
 void BPF_STRUCT_OPS(lab_cpu_online, s32 cpu)
 {
+	if (cpu >= 0 && cpu < LAB_MAX_CPUS && !topo.cpu_known[cpu]) {
+		scx_bpf_exit(SCX_ECODE_ACT_RESTART | LAB_EXIT_RSN_NEW_CPU,
+			     "CPU %d came online, unknown to the topology loaded: reloading", cpu);
+		return;
+	}
 	stat_inc(LAB_ST_CPU_ONLINE);
 	lab_rq_set(cpu, LAB_RQ_OFFLINE, 0);
 	lab_announce(LAB_EV_HOTPLUG, (1ULL << 32) | (u32)cpu);
@@ -70,41 +73,76 @@ void BPF_STRUCT_OPS(lab_cpu_online, s32 cpu)
 #define LAB_OFFLINE_MOVES	4096
 
 /*
- * ops.cpu_offline: @cpu is going down. Its queue takes nothing more, and what waits in it in
- * our custody moves to CPUs its tasks may run on, keeping its lag, as the kernel's migration
+ * Where ops.cpu_offline moves a task of @cpu's queue: an idle CPU it may run on, else any CPU it
+ * may run on, else any other CPU still online for us -- whose ops.dispatch then finds it cannot
+ * run there and hands it to the global DSQ (dispatch_rehome()): a task bound to @cpu (a per-CPU
+ * kthread) must leave a queue that sched_ext no longer dispatches from. -1 when no CPU is left.
+ */
+static __always_inline s32 offline_dst(struct task_struct *t, s32 cpu)
+{
+	s32 dst = scx_bpf_pick_idle_cpu(t->cpus_ptr, 0);
+	u32 i, nr = topo.nr_cpus;
+
+	if (dst >= 0 && dst < nr && dst != cpu && !cpu_offline(dst))
+		return dst;
+	dst = bpf_cpumask_any_distribute(t->cpus_ptr);
+	if (dst >= 0 && dst < nr && dst != cpu && !cpu_offline(dst))
+		return dst;
+	bpf_for(i, 1, nr) {
+		dst = (cpu + i) % nr;
+		if (!cpu_offline(dst))
+			return dst;
+	}
+	return -1;
+}
+
+/*
+ * ops.cpu_offline: @cpu is going down. Its queue takes nothing more, and what still waits in it
+ * in our custody moves to CPUs its tasks may run on, keeping its lag, as the kernel's migration
  * off a dying CPU does (dequeue without DEQUEUE_SLEEP, enqueue elsewhere); ghosts are finalized.
- * The kernel moves what runs or waits in the local DSQ itself.
+ * Before this call the kernel already pushed away every task that @cpu picked since it went
+ * inactive, and it moves what runs or waits in the local DSQ itself. Each move detaches the
+ * entity under the queue's lock only if it is still there (a balancer may have pulled it).
  */
 void BPF_STRUCT_OPS(lab_cpu_offline, s32 cpu)
 {
+	lab_pool_t *pool = pool_get();
 	u32 i, n;
 
 	stat_inc(LAB_ST_CPU_OFFLINE);
 	lab_rq_set(cpu, LAB_RQ_OFFLINE, 1);
 	lab_announce(LAB_EV_HOTPLUG, cpu);
+	if (!pool)
+		return;
 	bpf_for(i, 0, LAB_OFFLINE_MOVES) {
 		struct task_struct *t;
 		s32 dst;
 
-		n = lab_first_movable(cpu);
+		n = lab_offline_next(cpu, scx_bpf_now());
 		if (!n)
 			break;
 		t = slot_task(n);
-		lab_leave(n, scx_bpf_now(), !SE(pool_get(), n)->delayed);
-		if (!t)
+		if (!t)	/* its reference is with a dispatch under way, or it was never taken */
+			t = bpf_task_from_pid(SE(pool, n)->pid);
+		if (!t) {
+			/* The task is gone (ops.exit_task frees the entity). */
+			lab_leave(n, scx_bpf_now(), 0);
 			continue;
-		dst = scx_bpf_pick_idle_cpu(t->cpus_ptr, 0);
-		if (dst < 0 || cpu_offline(dst))
-			dst = bpf_cpumask_any_distribute(t->cpus_ptr);
-		if (dst >= 0 && dst < topo.nr_cpus && dst != cpu && !cpu_offline(dst)) {
+		}
+		dst = offline_dst(t, cpu);
+		if (dst < 0) {
+			/* No other CPU: the kernel does not take the last one down. */
+			bpf_task_release(t);
+			break;
+		}
+		if (lab_detach(n, cpu, scx_bpf_now())) {
 			join_queue(t, dst, 0);
+			slot_ref_set(n, t);
 			stat_inc(LAB_ST_HOTPLUG_MOVED);
 			scx_bpf_kick_cpu(dst, SCX_KICK_IDLE);
 		}
 		bpf_task_release(t);
 	}
 }
-
-#endif /* LAB_HOTPLUG_OPS */
 
 #endif /* __LAB_CPUS_BPF_H */

@@ -174,6 +174,7 @@ enum lab_stat {
 	LAB_ST_CPU_ONLINE,		/* CPUs that came online (no reload) */
 	LAB_ST_CPU_OFFLINE,		/* CPUs that went offline (no reload) */
 	LAB_ST_HOTPLUG_MOVED,		/* entities moved off an offline CPU, keeping their lag */
+	LAB_ST_HOTPLUG_GLOBAL,		/* tasks bound to an offline CPU handed to the global DSQ */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */
@@ -237,6 +238,15 @@ enum lab_event_kind {
 	LAB_EV_HOTPLUG = 3,	/* seq: a CPU, bit 32 set when it comes online: re-derive the base slice */
 };
 
+/*
+ * Why the scheduler exits asking the daemon to load it again (scx_bpf_exit() with
+ * SCX_ECODE_ACT_RESTART and one of these in the low bits).
+ */
+enum lab_exit_reason {
+	LAB_EXIT_RSN_POOL_FULL = 1,	/* the task pool reached its cap: size it anew */
+	LAB_EXIT_RSN_NEW_CPU = 2,	/* a CPU came online whose place in the topology is unknown */
+};
+
 struct lab_event {
 	u32 kind;		/* enum lab_event_kind */
 	u32 pad;
@@ -260,6 +270,7 @@ struct lab_topo {
 	u32 core_start[LAB_MAX_CPUS];	/* first position of each core in core_cpus[] */
 	u32 core_size[LAB_MAX_CPUS];	/* CPUs of each core (its SMT siblings) */
 	u32 core_cpus[LAB_MAX_CPUS];	/* CPUs grouped by core: cpu_smt_mask() of each */
+	u8 cpu_known[LAB_MAX_CPUS];	/* online at load: the topology above is the CPU's own */
 };
 
 #endif /* __LAB_INTF_H */

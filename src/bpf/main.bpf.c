@@ -338,7 +338,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 		}
 	}
 	cpu = select_task_rq_fair(p, tc, prev_cpu, wake_flags, now);
-	if (!tc->select_idle || se->on_rq)
+	if (!tc->select_idle || se->on_rq || cpu_offline(cpu))
 		return cpu;
 	/* enqueue_task_fair() on the idle CPU, whose next pick is this task. */
 	wk = LAB_WK_IF_IDLE | LAB_WK_INSERT;
@@ -452,8 +452,15 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 
 /*
  * A picked task that cannot run here (its affinity or migration-disabled state changed while it
- * waited): move its entity to a CPU it may run on, keep it in custody there and kick that CPU.
- * Differs: the kernel would have moved it when the change happened.
+ * waited, or ops.cpu_offline moved it off a CPU it is bound to): move its entity to a CPU it may
+ * run on, keep it in custody there and kick that CPU. Differs: the kernel would have moved it
+ * when the change happened.
+ *
+ * A task that may run only on a CPU going offline (a per-CPU kthread, a migration-disabled task
+ * of that CPU) cannot wait in that CPU's queue: sched_ext no longer calls ops.dispatch on it.
+ * It goes to the global DSQ, which that CPU still consumes until it is down (its hotplug waits
+ * for it), and leaves our queues as a migration does, keeping its lag; it joins a queue again
+ * when it runs (ops.running).
  */
 static __always_inline void dispatch_rehome(struct task_struct *t, u32 slot, s32 cpu)
 {
@@ -461,6 +468,13 @@ static __always_inline void dispatch_rehome(struct task_struct *t, u32 slot, s32
 
 	if (!t->migration_disabled && !bpf_cpumask_test_cpu(dst, t->cpus_ptr))
 		dst = bpf_cpumask_any_distribute(t->cpus_ptr);
+	if (dst >= 0 && dst < topo.nr_cpus && dst != cpu && cpu_offline(dst)) {
+		lab_leave(slot, scx_bpf_now(), 1);
+		stat_inc(LAB_ST_HOTPLUG_GLOBAL);
+		scx_bpf_dsq_insert(t, SCX_DSQ_GLOBAL, LAB_SLICE_NS, 0);
+		scx_bpf_kick_cpu(dst, SCX_KICK_IDLE);
+		return;
+	}
 	if (dst < 0 || dst >= topo.nr_cpus || dst == cpu) {
 		lab_undispatch(slot, cpu);
 		slot_ref_set(slot, t);
@@ -820,6 +834,8 @@ SCX_OPS_DEFINE(lab_ops,
 	       .yield = (void *)lab_yield,
 	       .cpu_acquire = (void *)lab_cpu_acquire,
 	       .cpu_release = (void *)lab_cpu_release,
+	       .cpu_online = (void *)lab_cpu_online,
+	       .cpu_offline = (void *)lab_cpu_offline,
 	       .update_idle = (void *)lab_update_idle,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,

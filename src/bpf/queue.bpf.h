@@ -137,11 +137,12 @@ u64 nr_overloaded_pad[7];
 u64 overloaded_mask[LAB_MAX_CPUS / 64] __attribute__((aligned(64)));
 
 /* Keep @rq's share of nr_overloaded current (call with the queue locked, after a change): two
- * or more runnable entities, or one behind a higher class's task (lab_nr_busy()). */
+ * or more runnable entities, or one behind a higher class's task (lab_nr_busy()) or on a CPU
+ * going offline (what ops.cpu_offline did not move, the balancer pulls). */
 static __always_inline void rq_overload_update(struct lab_rq *rq)
 {
 	u32 q = rq->cfs.nr_queued, d = rq->cfs.nr_delayed, n = q > d ? q - d : 0;
-	u8 ov = n && n + rq->released >= 2;
+	u8 ov = n && n + (rq->released | rq->offline) >= 2;
 	u64 bit = 1ULL << (rq->cpu & 63);
 	u32 w = (rq->cpu / 64) & (LAB_MAX_CPUS / 64 - 1);
 
@@ -185,6 +186,26 @@ static __always_inline void rq_set_pending(struct lab_rq *rq, lab_se_t *se, u32 
  * Differs: a reschedule that this update_curr() would ask for waits for the CPU's next decision
  * or tick.
  */
+static __always_inline void leave_locked(struct lab_rq *rq, lab_pool_t *pool, u32 n, u32 migrate,
+					 const struct lab_params *p, u64 *st)
+{
+	lab_se_t *se = SE(pool, n);
+
+	if (se->delayed) {
+		dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
+		lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
+	} else {
+		util_est_dequeue_task(&rq->cfs, se, p);
+		dequeue_entity(&rq->cfs, pool, n, migrate ? LAB_DEQ_MIGRATE : 0, p, st);
+	}
+	if (rq->pending == n)
+		rq->pending = 0;
+	se->custody = 0;
+	se->running = 0;
+	se->picked = 0;
+	se->cpu = -1;
+}
+
 __noinline int lab_leave(u32 n, u64 now, u32 migrate)
 {
 	const struct lab_params *p = params_get();
@@ -206,19 +227,7 @@ __noinline int lab_leave(u32 n, u64 now, u32 migrate)
 	if (se->on_rq && se->cpu == cpu) {
 		pelt_clock(rq, now);
 		account_remote(&rq->cfs, pool, krq, p, st);
-		if (se->delayed) {
-			dequeue_entity(&rq->cfs, pool, n, LAB_DEQ_SLEEP | LAB_DEQ_DELAYED, p, st);
-			lab_count(st, LAB_ST_GHOST_FINALIZED_OTHER);
-		} else {
-			util_est_dequeue_task(&rq->cfs, se, p);
-			dequeue_entity(&rq->cfs, pool, n, migrate ? LAB_DEQ_MIGRATE : 0, p, st);
-		}
-		if (rq->pending == n)
-			rq->pending = 0;
-		se->custody = 0;
-		se->running = 0;
-		se->picked = 0;
-		se->cpu = -1;
+		leave_locked(rq, pool, n, migrate, p, st);
 		rq_overload_update(rq);
 	}
 	bpf_spin_unlock(&rq->lock);
@@ -227,7 +236,7 @@ __noinline int lab_leave(u32 n, u64 now, u32 migrate)
 
 #include "enqueue.bpf.h"
 
-/* Entities lab_first_movable() looks at past running and inserted ones. */
+/* Entities lab_offline_next() looks at past running and inserted ones. */
 #define LAB_PULL_SCAN_OFFLINE	8
 
 /* What lab_dispatch_pick() found. */
@@ -296,18 +305,27 @@ __noinline int lab_rq_set(s32 cpu, u32 which, u32 val)
 	return 0;
 }
 
-/* The first entity of @cpu's queue in the scheduler's custody (not running, not inserted), or a
- * ghost; 0 when none: what ops.cpu_offline moves away, one at a time. */
-__noinline u32 lab_first_movable(s32 cpu)
+/*
+ * What ops.cpu_offline finds in @cpu's queue, one entity at a time: the first in the scheduler's
+ * custody (not running, not inserted), or 0 when none is left. Ghosts met on the way are
+ * finalized on the spot, under the same lock (their tasks sleep: a dequeue with DEQUEUE_SLEEP,
+ * as dequeue_entities() finishes a delayed entity; they are placed anew where they wake).
+ */
+__noinline u32 lab_offline_next(s32 cpu, u64 now)
 {
+	const struct lab_params *p = params_get();
 	lab_pool_t *pool = pool_get();
 	struct lab_rq *rq = rq_get(cpu);
-	u32 n, found = 0;
+	struct rq *krq = krq_of(cpu);
+	u64 *st = stats_row();
+	u32 n, next, found = 0;
 	int i;
 
-	if (!rq)
+	if (!pool || !rq)
 		return 0;
 	bpf_spin_lock(&rq->lock);
+	pelt_clock(rq, now);
+	account_remote(&rq->cfs, pool, krq, p, st);
 	n = rb_first(&rq->cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN_OFFLINE) {
 		lab_se_t *se;
@@ -315,12 +333,16 @@ __noinline u32 lab_first_movable(s32 cpu)
 		if (!n)
 			break;
 		se = SE(pool, n);
-		if (se->delayed || (se->custody && !se->running)) {
+		next = rb_next(pool, n);
+		if (se->delayed) {
+			leave_locked(rq, pool, n, 0, p, st);
+		} else if (se->custody && !se->running) {
 			found = n;
 			break;
 		}
-		n = rb_next(pool, n);
+		n = next;
 	}
+	rq_overload_update(rq);
 	bpf_spin_unlock(&rq->lock);
 	return found;
 }

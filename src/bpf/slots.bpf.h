@@ -50,7 +50,7 @@ u64 nr_alloc_fail;
 /* How many slots a claim probes before it concludes that the range is too full. */
 #define LAB_SLOT_PROBES		64
 /* ops.exit code: the pool is at its cap; the daemon reloads the scheduler with a larger one. */
-#define LAB_EXIT_POOL_FULL	(SCX_ECODE_ACT_RESTART | 1)
+#define LAB_EXIT_POOL_FULL	(SCX_ECODE_ACT_RESTART | LAB_EXIT_RSN_POOL_FULL)
 
 /* Allocate the arena pages of slots [from, to) (sleepable context only). */
 static __always_inline int slots_alloc(u32 from, u32 to)
