@@ -12,6 +12,8 @@
 # The VM needs about 1 GiB for the threads' kernel stacks (scripts/test boots with 4 GiB).
 . ./lib.sh
 
+# The 200,000 of a soak run: scripts/vm --mem 4G -- env LAB_FORKS=200000 sh tests/suite.sh t-14-tasks.sh
+FORKS=${LAB_FORKS:-5000}
 threads_max0=$(cat /proc/sys/kernel/threads-max)
 pid_max0=$(cat /proc/sys/kernel/pid_max)
 maps0=$(cat /proc/sys/vm/max_map_count)
@@ -40,10 +42,10 @@ check "the daemon reloaded the scheduler (enable_seq moved) and it is attached" 
 	sh -c "lab_attached() { [ \"\$(cat $SCX/state)\" = enabled ]; }; lab_attached && [ \$(cat $SCX/enable_seq) -ne $seq0 ]"
 check "it is ours" sh -c "case \$(cat $SCX/root/ops) in eevdf_lab*) ;; *) exit 1 ;; esac"
 
-out=$(scx_eevdf_lab spawn --forks 5000 2>&1); rc=$?
+out=$(scx_eevdf_lab spawn --forks $FORKS 2>&1); rc=$?
 note "$out"
-[ $rc -eq 0 ] || { restore_limits; fail "spawn --forks 5000 exited with $rc"; }
-check "all 5,000 processes were forked and reaped" sh -c "echo '$out' | grep -q '5000 reaped, 0 failed'"
+[ $rc -eq 0 ] || { restore_limits; fail "spawn --forks $FORKS exited with $rc"; }
+check "all $FORKS processes were forked and reaped" sh -c "echo '$out' | grep -q '$FORKS reaped, 0 failed'"
 check "still attached" lab_attached
 tasks1=$(counters tasks)
 note "tasks with a slot: $tasks0 at the start, $tasks1 now ($(counters task_slots) slots)"

@@ -9,7 +9,7 @@
 # boot: timing
 . ./lib.sh
 
-SECS=15
+SECS=${LAB_RT_SECS:-15}	# the 30 s of a soak run: scripts/vm --timing -- env LAB_RT_SECS=30 sh tests/suite.sh t-15-rt-neighbour.sh
 start_lab
 seq0=$(cat $SCX/enable_seq)
 before=$(counters cpu_release reenq_moved pull_periodic)
