@@ -672,6 +672,11 @@ fn a_cpu_held_by_a_higher_class_gives_up_its_waiting_task() {
         cpus[1].released = 1;
         assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), 1);
         assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 2, false), 1);
+        // It goes first, also before a CPU with more tasks waiting (its capacity for ours is
+        // gone: the kernel's load per capacity makes it the busiest).
+        let mut busy = cpus;
+        busy[0] = cpu(0, 0, 0, &[NICE_0_W; 4]);
+        assert_eq!(host_find_busiest(busy.as_ptr(), 3, 2, false), 1);
         // A held CPU with nothing of ours queued has nothing to give.
         cpus[1].nr_queued = 0;
         assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), -1);

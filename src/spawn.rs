@@ -63,12 +63,16 @@ pub fn run(args: &SpawnArgs) -> Result<bool> {
         let ms = |ns: u64| ns as f64 / 1e6;
         let cpu: Vec<String> = r.iter().map(|h| format!("{:.0}", ms(h.cpu_ns))).collect();
         let cpus: Vec<String> = r.iter().map(|h| h.cpus.to_string()).collect();
-        let stall = r.iter().map(|h| h.longest_stall_ns).max().unwrap_or(0);
+        let worst = r.iter().max_by_key(|h| h.longest_stall_ns);
+        let stall = worst.map_or(0, |h| h.longest_stall_ns);
+        let on = worst
+            .and_then(|h| h.stall_cpu)
+            .map_or(String::new(), |c| format!(" (on CPU {c})"));
         let least = r.iter().map(|h| h.cpu_ns).min().unwrap_or(0);
         println!("hogs: cpu ms {}", cpu.join(" "));
         println!("hogs: cpus seen {}", cpus.join(" "));
         println!(
-            "hogs: least served {:.0} ms, longest stall {:.0} ms",
+            "hogs: least served {:.0} ms, longest stall {:.0} ms{on}",
             ms(least),
             ms(stall)
         );
@@ -77,11 +81,12 @@ pub fn run(args: &SpawnArgs) -> Result<bool> {
 }
 
 /// What one hog got: CPU time (schedstat, ns), how many CPUs it was seen on, and the longest
-/// stretch between two samples in which its CPU time did not grow.
+/// stretch between two samples in which its CPU time did not grow, with the CPU it waited on.
 struct Hog {
     cpu_ns: u64,
     cpus: usize,
     longest_stall_ns: u64,
+    stall_cpu: Option<usize>,
 }
 
 /// A thread's time on CPU in ns (the first field of its schedstat).
@@ -162,6 +167,7 @@ fn hogs(n: u64, fifo_cpu: Option<usize>, dur: Duration) -> Result<Vec<Hog>> {
         .map(|&t| (thread_schedstat(t).unwrap_or(0), Instant::now()))
         .collect();
     let mut stall = vec![0u64; tids.len()];
+    let mut stall_cpu = vec![None; tids.len()];
     let mut seen = vec![0u128; tids.len()];
     let t0 = Instant::now();
     while t0.elapsed() < dur {
@@ -169,13 +175,18 @@ fn hogs(n: u64, fifo_cpu: Option<usize>, dur: Duration) -> Result<Vec<Hog>> {
         for (i, &t) in tids.iter().enumerate() {
             let now = Instant::now();
             let cpu = thread_schedstat(t).unwrap_or(last[i].0);
-            if let Some(c) = thread_cpu(t).filter(|&c| c < 128) {
+            let on = thread_cpu(t);
+            if let Some(c) = on.filter(|&c| c < 128) {
                 seen[i] |= 1 << c;
             }
             if cpu > last[i].0 {
                 last[i] = (cpu, now);
             } else {
-                stall[i] = stall[i].max((now - last[i].1).as_nanos() as u64);
+                let waited = (now - last[i].1).as_nanos() as u64;
+                if waited > stall[i] {
+                    stall[i] = waited;
+                    stall_cpu[i] = on;
+                }
             }
         }
     }
@@ -193,6 +204,7 @@ fn hogs(n: u64, fifo_cpu: Option<usize>, dur: Duration) -> Result<Vec<Hog>> {
             cpu_ns: cpu_ns[i],
             cpus: seen[i].count_ones() as usize,
             longest_stall_ns: stall[i],
+            stall_cpu: stall_cpu[i],
         })
         .collect())
 }

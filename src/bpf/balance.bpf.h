@@ -458,15 +458,28 @@ static void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params
 	if (++pc->balance_ticks < LAB_BALANCE_TICKS || READ_ONCE(rq->offline))
 		return;
 	pc->balance_ticks = 0;
-	if (!READ_ONCE(nr_overloaded))
-		return;
-	src = find_busiest(cpu, false);
+	/* First a CPU of the LLC where RT tasks run and ours wait, which the overload count may
+	 * not show (krq_rt_busy()): the busiest of all, its capacity for ours being gone. */
+	src = -1;
+	bpf_for(i, 0, size) {
+		s32 c = topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (c != cpu && (srq = rq_get(c)) && rq_runnable(srq) && krq_rt_busy(krq_of(c))) {
+			src = c;
+			break;
+		}
+	}
+	if (src < 0) {
+		if (!READ_ONCE(nr_overloaded))
+			return;
+		src = find_busiest(cpu, false);
+	}
 	if (src < 0 || !(srq = rq_get(src)))
 		return;
 	/* A CPU held by a higher class or going offline: what waits there moves, whatever the loads
 	 * say (its capacity for our tasks is nil, which the kernel's load balancing sees as
 	 * overload). */
-	released = READ_ONCE(srq->released) || READ_ONCE(srq->offline);
+	released = READ_ONCE(srq->released) || READ_ONCE(srq->offline) || krq_rt_busy(krq_of(src));
 	bpf_for(i, 0, size)
 		sum += cpu_load(topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)]);
 	avg = size ? sum / size : 0;

@@ -149,17 +149,20 @@ LAB_INLINE u32 lab_nr_runnable(const struct lab_cpu_snap *c)
 }
 
 /*
- * What the balancer weighs a CPU by: its runnable entities, plus one for a CPU that a higher
- * class (RT, deadline) holds -- that task runs there and ours wait. The kernel gets there through
- * capacity: RT pressure shrinks the CPU's capacity (update_cpu_capacity()), so its fair tasks
- * look like an overload and migrate; here a task of ours waiting behind an RT task is a task
- * waiting behind a running one.
+ * What the balancer weighs a CPU by: its runnable entities; a CPU that a higher class (RT,
+ * deadline) holds, or one going offline, weighs more than any CPU that runs our tasks. The
+ * kernel gets there through capacity: RT pressure shrinks the CPU's capacity
+ * (update_cpu_capacity()), and find_busiest_queue() divides load by capacity, so a CPU whose
+ * capacity is nearly gone and that still has fair tasks is the busiest by far. Here its tasks
+ * wait behind the higher class's one whatever the other queues hold, and go first.
  */
+#define LAB_NR_BUSY_RELEASED	(1U << 20)
+
 LAB_INLINE u32 lab_nr_busy(const struct lab_cpu_snap *c)
 {
 	u32 n = lab_nr_runnable(c);
 
-	return n ? n + c->released : 0;
+	return n ? n + (c->released ? LAB_NR_BUSY_RELEASED : 0) : 0;
 }
 
 /*

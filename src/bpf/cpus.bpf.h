@@ -10,9 +10,10 @@
 /*
  * ops.cpu_release: a higher class (RT, deadline, stop) took @cpu. What waits in its local DSQ
  * comes back through ops.enqueue (SCX_ENQ_REENQ), which moves it to an idle CPU; what waits in
- * its queue counts as waiting behind a running task (lab_nr_busy()), so that an idle CPU's
- * newidle balance or a busy one's periodic balance pulls it -- and an idle CPU is kicked to do
- * so now. The kernel's equivalent is RT pressure shrinking the CPU's capacity.
+ * its queue goes first when the balancer looks for the busiest CPU (lab_nr_busy()), so that an
+ * idle CPU's newidle balance or a busy one's periodic balance pulls it -- and an idle CPU is
+ * kicked to do so now. The kernel's equivalent is RT pressure shrinking the CPU's capacity. The
+ * kernel calls this only when a task of ours ran at the switch: krq_rt_busy() covers the rest.
  */
 void BPF_STRUCT_OPS(lab_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {

@@ -230,8 +230,11 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 		wk.curr_idle = SE(pool, curr_n)->weight == WEIGHT_IDLEPRIO;
 		wk.need_resched = rq->kicked;
 		wakeup = wakeup_preempt_begin(&rq->cfs, pool, n, &wk, params, st);
-	} else if ((wk_bits & LAB_WK_INSERT) && !rq->cfs.curr && !rq->pending && se->on_rq &&
-		   se->cpu == cpu) {
+	} else if ((wk_bits & LAB_WK_INSERT) && !rq->cfs.curr && !rq->pending && !rq->released &&
+		   !rq->offline && !krq_rt_busy(krq) && se->on_rq && se->cpu == cpu) {
+		/* No running entity: this CPU's next pick is at hand -- unless a higher class holds
+		 * the CPU (then nothing of ours is picked here until it lets go, and the task waits
+		 * in our custody, where the balancer can move it) or it is going down. */
 		insert = true;
 	}
 	/* One pick for both questions, which keeps one copy of it (with its ghost finalizing) in
@@ -288,6 +291,7 @@ __noinline long lab_enqueue_repick(struct task_ctx *tc, s32 cpu, u32 wk_bits)
 	const struct lab_params *params = params_get();
 	lab_pool_t *pool = pool_get();
 	u64 *st = stats_row();
+	struct rq *krq = krq_of(cpu);
 	struct lab_wakeup wk = {};
 	int wakeup = LAB_PREEMPT_NO, action;
 	struct lab_rq *rq;
@@ -310,7 +314,9 @@ __noinline long lab_enqueue_repick(struct task_ctx *tc, s32 cpu, u32 wk_bits)
 
 	bpf_spin_lock(&rq->lock);
 	if (se->on_rq && se->cpu == cpu && se->custody &&
-	    (insert ? !rq->cfs.curr && !rq->pending : curr_n && rq->cfs.curr == curr_n)) {
+	    (insert ? !rq->cfs.curr && !rq->pending && !rq->released && !rq->offline &&
+			      !krq_rt_busy(krq) :
+		      curr_n && rq->cfs.curr == curr_n)) {
 		nse = pick_next_entity(&rq->cfs, pool, insert || action != LAB_PREEMPT_SHORT, params,
 				       st, NULL);
 		if (nse == LAB_PICK_RETRY) {

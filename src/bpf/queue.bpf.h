@@ -39,6 +39,18 @@ static __always_inline struct rq *krq_of(s32 cpu)
 }
 
 /*
+ * RT tasks are runnable on @krq: a higher class holds (or is about to take) the CPU, and our
+ * tasks run there only in the slivers its deadline server grants. ops.cpu_release says so only
+ * when a task of ours was running at the switch (after a server window that ran none of ours,
+ * the CPU reads as acquired while RT runs on); the count is the kernel's own. A plain load:
+ * callable with a queue lock held.
+ */
+static __always_inline bool krq_rt_busy(struct rq *krq)
+{
+	return krq && READ_ONCE(krq->rt.rt_nr_running) > 0;
+}
+
+/*
  * The task running on @krq and its execution time current to the rq clock: what the kernel's
  * update_curr() would charge it. Plain loads, no helper: callable with a queue lock held, so that
  * the charge and what the queue does next see the same instant. Returns the task's pid (0: none).

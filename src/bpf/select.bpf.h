@@ -42,8 +42,8 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 	c->released = 0;
 	if (!rq)
 		return 0;
-	/* An offline CPU, like a taken one, has no capacity for our tasks. */
-	c->released = READ_ONCE(rq->released) | READ_ONCE(rq->offline);
+	/* An offline CPU, like one a higher class holds, has no capacity for our tasks. */
+	c->released = READ_ONCE(rq->released) | READ_ONCE(rq->offline) | krq_rt_busy(krq_of(cpu));
 	c->nr_queued = READ_ONCE(rq->cfs.nr_queued);
 	c->nr_delayed = READ_ONCE(rq->cfs.nr_delayed);
 	c->load = (s64)READ_ONCE(rq->cfs.avg.load_avg);

@@ -1,9 +1,10 @@
 # A CPU taken by a higher class: a SCHED_FIFO hog pinned to CPU 1 at 100 % for 15 s while 8 lab
 # CPU hogs that may run anywhere are queued. When the RT task takes CPU 1, ops.cpu_release hands
-# back what waits in its local DSQ and the balancer empties its queue (a released CPU counts as
-# busy whatever its load): every hog runs elsewhere, none goes a second without CPU time (sampled
-# every 50 ms from a SCHED_FIFO sampler), every one gets at least half its fair share of the three
-# other CPUs, and the scheduler stays attached.
+# back what waits in its local DSQ, nothing is inserted there while RT tasks are runnable on it,
+# and the balancer empties its queue first (a held CPU counts as busiest whatever its load):
+# every hog runs elsewhere, none goes a second without CPU time (sampled every 50 ms from a
+# SCHED_FIFO sampler), every one gets at least half its fair share of the three other CPUs, and
+# the scheduler stays attached.
 #
 # Timing boot (icount): shares and stalls are guest time, which host load cannot stretch.
 # boot: timing
