@@ -35,6 +35,7 @@ fn main() {
         .allowlist_function("host_.*")
         .allowlist_type("lab_.*")
         .allowlist_var("LAB_.*")
+        .allowlist_var("lab_host_.*")
         .derive_default(true)
         .generate()
         .expect("bindgen of src/bpf/host.h")

@@ -465,7 +465,7 @@ mod tests {
             "bench eevdf:DELAY_WAKE_COLD",
             "bench lab,base_slice_ns=abc",
             "bench lab,preempt=sometimes",
-            "bench lab,cgroup_mode=smp",
+            "bench lab,cgroup_mode=flat",
             "bench scx:",
             "bench eevdf eevdf",
             "bench -w nope",

@@ -46,6 +46,7 @@ impl Knobs {
                 nr_migrate: k.nr_migrate,
                 tunable_scaling: k.tunable_scaling,
                 preempt: k.preempt,
+                cgroup_mode: k.cgroup_mode,
             },
         }
     }
@@ -61,6 +62,7 @@ impl Knobs {
         k.nr_migrate = self.tunables.nr_migrate;
         k.tunable_scaling = self.tunables.tunable_scaling;
         k.preempt = self.tunables.preempt;
+        k.cgroup_mode = self.tunables.cgroup_mode;
         k
     }
 }

@@ -485,6 +485,13 @@ pub const PREEMPT_FULL: u64 = 2;
 pub const PREEMPT_LAZY: u64 = 3;
 pub const PREEMPT_CHOICES: &[&str] = &["none", "voluntary", "full", "lazy"];
 
+/// The kernel's cgroup modes (/sys/kernel/debug/sched/cgroup_mode, 7.3), as `cgroup_mode`'s
+/// values, in the kernel's order.
+pub const CGROUP_SMP: u64 = 1;
+pub const CGROUP_CONCUR: u64 = 2;
+pub const CGROUP_TASKS: u64 = 4;
+pub const CGROUP_CHOICES: &[&str] = &["up", "smp", "concur", "max", "tasks"];
+
 pub static TUNABLES: &[Tunable] = &[
     Tunable {
         name: "base_slice_ns",
@@ -524,6 +531,17 @@ pub static TUNABLES: &[Tunable] = &[
                enqueue, the hrtick): lazy defers the switch to the CPU's next tick, the others \
                switch at once (default: the kernel's current model)",
     },
+    Tunable {
+        name: "cgroup_mode",
+        min: 0,
+        max: CGROUP_TASKS,
+        choices: CGROUP_CHOICES,
+        help: "how a cgroup's cpu.weight becomes its weight on each CPU (7.3's \
+               calc_group_shares()): up = cpu.weight on every CPU, smp = the load-proportional part \
+               of it (7.2's), concur = of min(tasks, CPUs) x it, max = of CPUs x it (at most a nice \
+               -20 task), tasks = of tasks x it (default: the kernel's, concur; smp on a kernel \
+               without the knob)",
+    },
 ];
 
 pub fn find_tunable(name: &str) -> Option<&'static Tunable> {
@@ -543,10 +561,17 @@ pub struct Tunables {
     /// PREEMPT_NONE..=PREEMPT_LAZY.
     #[serde(default = "default_preempt")]
     pub preempt: u64,
+    /// CGROUP_UP..=CGROUP_TASKS.
+    #[serde(default = "default_cgroup_mode")]
+    pub cgroup_mode: u64,
 }
 
 fn default_preempt() -> u64 {
     PREEMPT_FULL
+}
+
+fn default_cgroup_mode() -> u64 {
+    CGROUP_CONCUR
 }
 
 impl Tunables {
@@ -560,6 +585,7 @@ impl Tunables {
             nr_migrate: 32,
             tunable_scaling: 1,
             preempt: PREEMPT_FULL,
+            cgroup_mode: CGROUP_CONCUR,
         };
         t.base_slice_ns = t.derived_base_slice(ncpus);
         t
@@ -584,11 +610,12 @@ impl Tunables {
             "nr_migrate" => self.nr_migrate,
             "tunable_scaling" => self.tunable_scaling,
             "preempt" => self.preempt,
+            "cgroup_mode" => self.cgroup_mode,
             _ => return None,
         })
     }
 
-    /// The value of `name` as the kernel's file shows it (`preempt`'s word).
+    /// The value of `name` as the kernel's file shows it (`preempt`'s and `cgroup_mode`'s word).
     pub fn show(&self, name: &str) -> Option<String> {
         Some(find_tunable(name)?.show(self.get(name)?))
     }
@@ -607,6 +634,7 @@ impl Tunables {
                     out.normalized_slice_ns = out.derived_normalized_slice(ncpus);
                 }
                 "preempt" => out.preempt = v,
+                "cgroup_mode" => out.cgroup_mode = v,
                 _ => unreachable!("parse_assignments only returns table entries"),
             }
         }

@@ -155,7 +155,21 @@ impl KnobSnapshot {
         if let Some(m) = self.preempt()? {
             t.preempt = m;
         }
+        t.cgroup_mode = self.cgroup_mode()?.unwrap_or(features::CGROUP_SMP);
         Ok(t)
+    }
+
+    /// The kernel's cgroup mode (`cgroup_mode`'s value), None on a kernel without the knob
+    /// (before 7.3, whose group shares are smp's).
+    pub fn cgroup_mode(&self) -> Result<Option<u64>> {
+        let Some(raw) = self.files.get("cgroup_mode") else {
+            return Ok(None);
+        };
+        let t = features::find_tunable("cgroup_mode").context("no cgroup_mode tunable")?;
+        match t.choice(&selected_choice(raw)) {
+            Some(v) => Ok(Some(v)),
+            None => bail!("cgroup_mode: unexpected content {raw:?}"),
+        }
     }
 
     /// The kernel's preemption model (`preempt`'s value), None on a kernel without
@@ -174,14 +188,17 @@ impl KnobSnapshot {
 
 /// The tunables a lab starts with when none are given: the kernel's boot-time values for `ncpus`
 /// CPUs, with the kernel's current preemption model where debugfs shows it (a boot choice, like
-/// Debian's preempt=lazy), else preempt=full.
+/// Debian's preempt=lazy), else preempt=full, and its cgroup mode (smp on a kernel without the
+/// knob; concur where debugfs cannot be read).
 pub fn host_defaults(ncpus: u64) -> Tunables {
     let mut t = Tunables::defaults(ncpus);
-    if let Some(m) = KnobSnapshot::read()
-        .ok()
-        .and_then(|s| s.preempt().ok().flatten())
-    {
-        t.preempt = m;
+    if let Ok(snap) = KnobSnapshot::read() {
+        if let Some(m) = snap.preempt().ok().flatten() {
+            t.preempt = m;
+        }
+        if let Ok(m) = snap.cgroup_mode() {
+            t.cgroup_mode = m.unwrap_or(features::CGROUP_SMP);
+        }
     }
     t
 }
@@ -411,7 +428,18 @@ mod tests {
         // SAFETY: tests in this module are the only users of LAB_DEBUGFS_SCHED.
         unsafe { std::env::set_var("LAB_DEBUGFS_SCHED", &d) };
         let before = KnobSnapshot::read().unwrap();
-        assert_eq!(before.tunables(4).unwrap(), Tunables::defaults(4));
+        // Without a cgroup_mode file (a kernel before 7.3) the groups' shares are smp's.
+        let mut want = Tunables::defaults(4);
+        want.cgroup_mode = features::CGROUP_SMP;
+        assert_eq!(before.tunables(4).unwrap(), want);
+        fs::write(d.join("cgroup_mode"), "up smp (concur) max tasks \n").unwrap();
+        let with_mode = KnobSnapshot::read().unwrap();
+        assert_eq!(with_mode.tunables(4).unwrap(), Tunables::defaults(4));
+        assert_eq!(
+            with_mode.cgroup_mode().unwrap(),
+            Some(features::CGROUP_CONCUR)
+        );
+        fs::remove_file(d.join("cgroup_mode")).unwrap();
         {
             let mut g = KnobGuard::new().unwrap();
             // A real debugfs applies one token per write; the fake file just keeps the last

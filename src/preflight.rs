@@ -113,6 +113,11 @@ pub const NEEDS: &[Need] = &[
     op("cpu_online"),
     op("cpu_offline"),
     op("update_idle"),
+    op("cgroup_init"),
+    op("cgroup_exit"),
+    op("cgroup_move"),
+    op("cgroup_set_weight"),
+    op("cgroup_set_idle"),
     need(
         Probe::Kfunc("scx_bpf_pick_idle_cpu"),
         "an idle CPU for tasks moved off a CPU taken by a higher class or going offline",

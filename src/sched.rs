@@ -164,6 +164,9 @@ impl<'a> Scheduler<'a> {
         let hz = measure_hz(&skel)?;
         skel.maps.data_data.as_mut().unwrap().tick_ns = 1_000_000_000 / hz;
         info!("kernel HZ: {hz}");
+        // tg_cpus(): the online CPUs, kept by ops.cpu_online / ops.cpu_offline from here on.
+        skel.maps.bss_data.as_mut().unwrap().lab_nr_cpus_online =
+            crate::topology::online_cpus() as u32;
 
         // The knobs are in place before the first callback runs, and reachable by the CLI. A
         // reload takes them over from the old map under the writers' lock, so that a write
@@ -274,6 +277,7 @@ impl<'a> Scheduler<'a> {
         );
         m.tasks = bss.lab_slots_used as u64;
         m.task_slots = bss.lab_slots_active as u64;
+        m.groups = bss.lab_tgs_used as u64;
         m
     }
 

@@ -218,6 +218,14 @@ pub struct Metrics {
         desc = "tasks bound to a CPU going offline, handed to the global DSQ that it still consumes"
     )]
     pub hotplug_global: u64,
+    #[stat(desc = "cgroups of the cpu controller given a group of their own")]
+    pub cgroup_init: u64,
+    #[stat(desc = "groups gone with their cgroup")]
+    pub cgroup_exit: u64,
+    #[stat(desc = "tasks moved between cgroups")]
+    pub cgroup_move: u64,
+    #[stat(desc = "cgroups counted as their parent (deeper than the lab follows, or no room)")]
+    pub cgroup_flattened: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -258,6 +266,8 @@ pub struct Metrics {
     pub tasks: u64,
     #[stat(desc = "entity slots the pool holds now (it doubles at half use, up to its cap)")]
     pub task_slots: u64,
+    #[stat(desc = "cgroups with a group of their own, at the time of the sample")]
+    pub groups: u64,
     #[stat(desc = "per-CPU queues at the time of the sample")]
     pub cpus: BTreeMap<usize, CpuQueue>,
     #[stat(desc = "BPF run time per callback (--bpf-stats)")]
@@ -361,6 +371,10 @@ pub const COUNTERS: &[&str] = &[
     "cpu_offline",
     "hotplug_moved",
     "hotplug_global",
+    "cgroup_init",
+    "cgroup_exit",
+    "cgroup_move",
+    "cgroup_flattened",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -539,6 +553,15 @@ impl Metrics {
             self.cpu_offline,
             self.hotplug_moved,
             self.hotplug_global
+        )?;
+        writeln!(
+            w,
+            "cgroups groups {} (made {} gone {}, counted as their parent {}) | moves {}",
+            self.groups,
+            self.cgroup_init,
+            self.cgroup_exit,
+            self.cgroup_flattened,
+            self.cgroup_move
         )?;
         writeln!(
             w,

@@ -10,9 +10,10 @@
 //!   runs.
 //!
 //! An eevdf arm may also set the kernel's own knobs that have no lab counterpart
-//! ([`KERNEL_ONLY`]: `cgroup_mode=smp`); arms that do not name them run with the values the
-//! kernel had when the bench started. `preempt` is a tunable of both: `eevdf,preempt=full` and
-//! `lab,preempt=full` (an arm that does not name it runs with the kernel's model).
+//! ([`KERNEL_ONLY`], none at present); arms that do not name them run with the values the
+//! kernel had when the bench started. `preempt` and `cgroup_mode` are tunables of both:
+//! `eevdf,preempt=full` and `lab,cgroup_mode=smp` (an arm that does not name them runs with the
+//! kernel's).
 //!
 //! FEATURES are tokens in the kernel's syntax (`NO_DELAY_ZERO`), separated by spaces or `+`;
 //! they apply on top of the kernel's settings when the bench started, so that `eevdf` and `lab`
@@ -46,7 +47,7 @@ pub struct ArmSpec {
 }
 
 /// Kernel debugfs knobs without a lab counterpart that an eevdf arm may set.
-pub const KERNEL_ONLY: &[&str] = &["cgroup_mode"];
+pub const KERNEL_ONLY: &[&str] = &[];
 
 impl ArmSpec {
     pub fn parse(s: &str) -> Result<ArmSpec> {
@@ -98,8 +99,7 @@ impl ArmSpec {
                 Some((name, value)) if KERNEL_ONLY.contains(&name.trim()) => {
                     if kind != ArmKind::Eevdf {
                         bail!(
-                            "arm {s:?}: {} is a knob of the kernel's EEVDF only (the lab has \
-                             no cgroup_mode)",
+                            "arm {s:?}: {} is a knob of the kernel's EEVDF only",
                             name.trim()
                         );
                     }
@@ -232,9 +232,18 @@ mod tests {
         assert_eq!(b.features, vec!["NO_DELAY_ZERO", "NO_RUN_TO_PARITY"]);
         assert_eq!(b.tunables, vec!["base_slice_ns=3000000"]);
         let k = ArmSpec::parse("eevdf,preempt=full,cgroup_mode=smp,nr_migrate=8").unwrap();
-        assert_eq!(k.tunables, vec!["preempt=full", "nr_migrate=8"]);
-        assert_eq!(k.kernel_knobs, vec![("cgroup_mode".into(), "smp".into())]);
-        assert!(ArmSpec::parse("lab,cgroup_mode=smp").is_err());
+        assert_eq!(
+            k.tunables,
+            vec!["preempt=full", "cgroup_mode=smp", "nr_migrate=8"]
+        );
+        assert!(k.kernel_knobs.is_empty());
+        let g = ArmSpec::parse("lab,cgroup_mode=tasks").unwrap();
+        assert_eq!(g.tunables, vec!["cgroup_mode=tasks"]);
+        let e = ArmSpec::parse("lab,cgroup_mode=flat").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("up|smp|concur|max|tasks"),
+            "{e:#}"
+        );
         let l = ArmSpec::parse("lab,preempt=lazy").unwrap();
         assert_eq!(l.tunables, vec!["preempt=lazy"]);
         let e = ArmSpec::parse("lab,preempt=sometimes").unwrap_err();

@@ -58,8 +58,9 @@ ARM is one of
   scx:PATH [ARGS]                       another sched_ext scheduler binary (quote it)
 FEATURES are kernel-syntax tokens joined by '+' or spaces (NO_DELAY_ZERO+NO_RUN_TO_PARITY),
 applied on top of the kernel's settings at the start. Tunables: base_slice_ns, migration_cost_ns,
-nr_migrate, tunable_scaling, preempt (none, voluntary, full, lazy; an arm that does not set it
-runs with the kernel's model); eevdf arms may also set the kernel-only cgroup_mode. Every setting the bench changes is
+nr_migrate, tunable_scaling, preempt (none, voluntary, full, lazy) and cgroup_mode (up, smp,
+concur, max, tasks); an arm that does not set preempt or cgroup_mode runs with the kernel's.
+Every setting the bench changes is
 restored on exit, error, Ctrl-C or SIGTERM (exit status 130 after an interrupt). An arm that
 cannot be put in effect (a scheduler that does not load) is reported as failed and skipped; the
 other arms run on, and the exit status is 1.
@@ -123,7 +124,7 @@ pub struct BenchArgs {
 
     /// Fidelity mode: compare FEATURE's effect in the kernel and in the mirror (arms
     /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given). Settings after a comma go to
-    /// all four arms, the kernel-only ones (cgroup_mode) to the eevdf arms only:
+    /// all four arms (kernel-only ones, if any, to the eevdf arms only):
     /// `--fidelity RUN_TO_PARITY,preempt=full`.
     #[arg(long, value_name = "FEATURE[,SETTING...]")]
     pub fidelity: Option<String>,
@@ -579,7 +580,7 @@ mod tests {
         );
         let a = fidelity_arms("RUN_TO_PARITY,cgroup_mode=smp,preempt=full").unwrap();
         assert_eq!(a[1], "eevdf:NO_RUN_TO_PARITY,cgroup_mode=smp,preempt=full");
-        assert_eq!(a[3], "lab:NO_RUN_TO_PARITY,preempt=full");
+        assert_eq!(a[3], "lab:NO_RUN_TO_PARITY,cgroup_mode=smp,preempt=full");
         for arm in &a {
             ArmSpec::parse(arm).unwrap();
         }

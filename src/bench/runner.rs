@@ -310,6 +310,12 @@ impl Runner {
                 if tun.name == "preempt" && t.preempt != features::PREEMPT_FULL {
                     bail!("this kernel has no preempt knob (no PREEMPT_DYNAMIC)");
                 }
+                // Before 7.3 there is no cgroup_mode: its group shares are smp's.
+                if tun.name == "cgroup_mode" && t.cgroup_mode != features::CGROUP_SMP {
+                    bail!(
+                        "this kernel has no cgroup_mode knob (before 7.3: its groups' shares are smp's)"
+                    );
+                }
                 continue;
             };
             if kernel::selected_choice(have) != want {

@@ -65,6 +65,7 @@ void BPF_STRUCT_OPS(lab_cpu_online, s32 cpu)
 		return;
 	}
 	stat_inc(LAB_ST_CPU_ONLINE);
+	__sync_fetch_and_add(&lab_nr_cpus_online, 1);
 	lab_rq_set(cpu, LAB_RQ_OFFLINE, 0);
 	lab_announce(LAB_EV_HOTPLUG, (1ULL << 32) | (u32)cpu);
 }
@@ -111,6 +112,8 @@ void BPF_STRUCT_OPS(lab_cpu_offline, s32 cpu)
 	u32 i, n;
 
 	stat_inc(LAB_ST_CPU_OFFLINE);
+	if (READ_ONCE(lab_nr_cpus_online) > 1)
+		__sync_fetch_and_sub(&lab_nr_cpus_online, 1);
 	lab_rq_set(cpu, LAB_RQ_OFFLINE, 1);
 	lab_announce(LAB_EV_HOTPLUG, cpu);
 	if (!pool)

@@ -1,13 +1,44 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * ops.dump: every queue with V and its entities, printed into the kernel's debug dump when the
- * scheduler exits with an error, so that an ejection can be diagnosed.
+ * ops.dump: every queue with V and its entities, then every group with its shares and its
+ * queues, printed into the kernel's debug dump when the scheduler exits with an error (or on
+ * sysrq-D), so that an ejection can be diagnosed.
  */
 #ifndef __LAB_DUMP_BPF_H
 #define __LAB_DUMP_BPF_H
 
-/* Queued entities listed per CPU (the earliest deadlines first). */
+/* Queued entities listed per CPU (the earliest deadlines first); groups listed. */
 #define LAB_DUMP_MAX_ENTITIES	32
+#define LAB_DUMP_MAX_GROUPS	64
+
+/* Every group (group.h) in use: its cgroup, weight and group-wide sums, and each of its queues
+ * that holds something: weight, runnable tasks, entity weight, load and runnable averages. */
+static __always_inline void dump_groups(s32 nr)
+{
+	u32 i, shown = 0;
+	s32 cpu;
+
+	bpf_for(i, 1, LAB_MAX_TGS) {
+		struct lab_tg *tg = tg_get(i);
+
+		if (!tg)
+			continue;
+		if (++shown > LAB_DUMP_MAX_GROUPS)
+			break;
+		scx_bpf_dump("group %u cgroup=%llu parent=%u weight=%u%s shares=%llu load_avg=%lld runnable_avg=%lld\n",
+			     i, tg->cgid, tg->parent, tg->weight, tg->idle ? " idle" : "", tg->shares,
+			     tg->load_avg, tg->runnable_avg);
+		bpf_for(cpu, 0, nr) {
+			struct lab_gq *gq = gq_get(i, cpu);
+
+			if (!gq || (!gq->load_weight && !gq->avg.load_avg))
+				continue;
+			scx_bpf_dump("  cpu%d load=%llu runnable=%u se_weight=%llu load_avg=%llu runnable_avg=%llu\n",
+				     cpu, gq->load_weight, gq->h_nr_runnable, gq->se_weight,
+				     gq->avg.load_avg, gq->avg.runnable_avg);
+		}
+	}
+}
 
 void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 {
@@ -39,9 +70,9 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 			     avg, cfs->nr_queued, cfs->nr_delayed,
 			     curr ? curr->pid : 0, cfs->next ? SE(pool, cfs->next)->pid : 0);
 		if (curr)
-			scx_bpf_dump("  curr pid=%d v=%llu d=%llu vprot=%llu w=%u slice=%llu\n",
+			scx_bpf_dump("  curr pid=%d v=%llu d=%llu vprot=%llu w=%u group=%u slice=%llu\n",
 				     curr->pid, curr->vruntime, curr->deadline, curr->vprot,
-				     curr->weight, curr->slice);
+				     curr->weight, curr->tg, curr->slice);
 		n = rb_first(cfs, pool);
 		bpf_for(i, 0, LAB_DUMP_MAX_ENTITIES) {
 			lab_se_t *se;
@@ -51,12 +82,13 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 				break;
 			se = SE(pool, n);
 			lag = (s64)(avg - se->vruntime);
-			scx_bpf_dump("  pid=%d v=%llu d=%llu lag=%lld %s%s w=%u slice=%llu\n", se->pid,
-				     se->vruntime, se->deadline, lag, lag >= 0 ? "E" : "N",
-				     se->delayed ? " ghost" : "", se->weight, se->slice);
+			scx_bpf_dump("  pid=%d v=%llu d=%llu lag=%lld %s%s w=%u group=%u slice=%llu\n",
+				     se->pid, se->vruntime, se->deadline, lag, lag >= 0 ? "E" : "N",
+				     se->delayed ? " ghost" : "", se->weight, se->tg, se->slice);
 			n = rb_next(pool, n);
 		}
 	}
+	dump_groups(nr);
 }
 
 #endif /* __LAB_DUMP_BPF_H */

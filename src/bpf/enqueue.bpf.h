@@ -361,13 +361,27 @@ static __always_inline long enqueue_task(struct task_ctx *tc, s32 cpu, u32 wk_bi
 	se = SE(pool_get(), tc->slot);
 	if (se->on_rq && se->cpu != cpu && !(wk_bits & LAB_WK_IF_IDLE))
 		lab_leave(tc->slot, scx_bpf_now(), !se->delayed);
-	if (mask == LAB_WK_IDLE_JOIN)
-		return lab_enqueue_idle(tc, cpu, wk_bits, custom_slice);
-	if (mask == LAB_WK_MOVE)
-		return lab_enqueue_move(tc, cpu, wk_bits, custom_slice);
-	ret = lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
-	if (ret == LAB_ENQ_REPICK)
-		ret = lab_enqueue_repick(tc, cpu, wk_bits);
+	/* A task of a group joins its groups' queues here first (enqueue_hierarchy(), whose
+	 * effective weight the placement uses) when ops.enqueue places it in a queue. A join of an
+	 * idle queue and a balancing move take the light join (group_account()): the task runs
+	 * next there, and its pick folds its weight anew (lab_group_fold()). */
+	if (mask == LAB_WK_ALL && se->tg && !se->on_rq)
+		group_prepare(se, cpu, LAB_GROUP_ENQUEUE);
+	if (mask == LAB_WK_IDLE_JOIN) {
+		ret = lab_enqueue_idle(tc, cpu, wk_bits, custom_slice);
+	} else if (mask == LAB_WK_MOVE) {
+		ret = lab_enqueue_move(tc, cpu, wk_bits, custom_slice);
+	} else {
+		ret = lab_enqueue_task(tc, cpu, wk_bits, custom_slice);
+		if (ret == LAB_ENQ_REPICK)
+			ret = lab_enqueue_repick(tc, cpu, wk_bits);
+	}
+	/* A join the enqueue did not use (it found the task queued). */
+	if (mask == LAB_WK_ALL && se->h_next_op == LAB_GROUP_ENQUEUE) {
+		se->h_next = 0;
+		se->h_next_op = 0;
+		lab_group_unjoin(cpu, se->tg, se_load_w(se));
+	}
 	return ret;
 }
 

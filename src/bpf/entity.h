@@ -79,8 +79,9 @@ struct lab_se {
 	u64 min_vruntime;	/* augmented: min vruntime of the subtree */
 	u64 min_slice;		/* augmented: min slice of the subtree */
 	u64 max_slice;		/* augmented: max slice of the subtree */
-	u32 weight;		/* nice-table weight (1024 = nice 0) */
-	u32 inv_weight;		/* 2^32 / weight: the table's for a task; 0 = derive it */
+	u32 weight;		/* the EEVDF weight: scale_load_down(h_load), which for a task of the
+				 * root group is its nice-table weight (1024 = nice 0) */
+	u32 inv_weight;		/* 2^32 / weight: the table's for a root-group task; 0 = derive it */
 	u32 left, right, parent;	/* tree links (slots), 0 = none */
 	s32 pid;		/* the task in this slot; 0 = free */
 	s16 cpu;		/* the queue the entity is accounted in, -1 = none */
@@ -98,6 +99,14 @@ struct lab_se {
 	u8 migrated;		/* moved queues and not run since: task_hot() finds it cold (the
 				 * kernel zeroes exec_start on ENQUEUE_MIGRATED) */
 	u8 post_init;		/* forked: post_init_entity_util_avg() at its first enqueue */
+	u32 load_w;		/* se->load.weight scaled down: the nice-table weight, which the load
+				 * averages and the groups' queues count */
+	u32 tg;			/* the task's group (group.h; 0 = the root group) */
+	u64 h_load;		/* se->h_load.weight (7.3), full resolution: the effective weight */
+	u64 h_next;		/* the effective weight a full walk of its groups computed before the
+				 * queue's lock for the operation h_next_op (BPF; see group_h()) */
+	u32 h_next_op;		/* LAB_GROUP_ENQUEUE / _FOLD / _TICK; 0: none */
+	u32 pad_h;
 	u64 exec_snap;		/* the task's sum_exec_runtime already charged to vruntime */
 	u64 last_ran;		/* when it last stopped running (task_hot()) */
 	struct lab_sched_avg avg;	/* se->avg */
@@ -147,7 +156,10 @@ struct lab_cfs {
 	s64 sum_w_vruntime;	/* sum over the tree of (v_i - v0) * w_i' */
 	u64 sum_weight;		/* sum over the tree of w_i' */
 	u64 nr_overflow;	/* times a sum overflowed (the kernel WARNs) */
-	u64 load_weight;	/* cfs_rq->load.weight: every queued entity, curr and ghosts too */
+	u64 load_weight;	/* cfs_rq->load.weight: every queued entity, curr and ghosts too (their
+				 * nice weights: see group.h) */
+	u32 cpu;		/* the CPU whose queue this is (its group queues are on the same) */
+	u32 pad_cpu;
 	u64 clock_pelt;		/* the time of the operation in progress (set under the lock) */
 	struct lab_sched_avg avg;	/* cfs_rq->avg */
 	struct lab_removed removed;	/* cfs_rq->removed */
@@ -162,6 +174,13 @@ LAB_INLINE s64 lab_max_s64(s64 a, s64 b) { return a > b ? a : b; }
 LAB_INLINE bool vruntime_gt(u64 a, u64 b) { return (s64)(a - b) > 0; }
 LAB_INLINE u64 min_vruntime_of(u64 a, u64 b) { return vruntime_gt(a, b) ? b : a; }
 
+/* se->load.weight scaled down: the entity's own (nice-table) weight. An entity built without it
+ * (the host tests) has the EEVDF weight for it, as a root-group task does. */
+LAB_INLINE u32 se_load_w(const lab_se_t *se)
+{
+	return se->load_w ? se->load_w : se->weight;
+}
+
 /* A snapshot of the knobs the arithmetic needs. */
 struct lab_params {
 	u64 features;		/* 1 << LAB_FEAT_* */
@@ -173,6 +192,7 @@ struct lab_params {
 				 * tests; BPF reads a load-time constant: pick.h) */
 	u64 nr_migrate;		/* sysctl_sched_nr_migrate: tasks one periodic balance may move */
 	u64 preempt;		/* enum lab_preempt_model */
+	u64 cgroup_mode;	/* enum lab_cgroup_mode */
 };
 
 #define sched_feat(p, X) (((p)->features >> LAB_FEAT_##X) & 1)

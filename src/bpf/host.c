@@ -262,3 +262,41 @@ s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load)
 {
 	return lab_calculate_imbalance(busiest_load, this_load, avg_load);
 }
+
+/* Groups: the tables that group.h's tg_get() / gq_get() read on the host. */
+struct lab_tg lab_host_tg[LAB_HOST_TGS];
+struct lab_gq lab_host_gq[LAB_HOST_TGS][LAB_HOST_CPUS];
+u32 lab_host_nr_cpus_online = LAB_HOST_CPUS;
+
+u64 host_shares_from_cgroup(u32 w) { return lab_shares_from_cgroup(w); }
+u64 host_calc_group_shares(u32 mode, const struct lab_tg *tg, const struct lab_gq *gq)
+{
+	return calc_group_shares(mode, tg, gq);
+}
+u64 host_group_walk(u32 tg, u32 cpu, u32 load_w_old, u32 load_w, bool runnable, int op, u32 mode,
+		    u64 now)
+{
+	return group_walk(tg, cpu, load_w_old, load_w, runnable, op, mode, now);
+}
+bool host_update_tg_load_avg(struct lab_tg *tg, struct lab_gq *gq, u64 now)
+{
+	return update_tg_load_avg(tg, gq, now);
+}
+void host_update_gq_load_avg(u64 now, struct lab_gq *gq) { update_gq_load_avg(now, gq); }
+void host_reweight_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u64 h, u32 inv_weight,
+			 const struct lab_params *p, u64 *st)
+{
+	reweight_eevdf(cfs, pool, n, h, inv_weight, p, st);
+}
+void host_entity_tick_group(struct lab_cfs *cfs, struct lab_pool *pool, const struct lab_params *p,
+			    u64 *st)
+{
+	entity_tick_group(cfs, pool, p, st);
+}
+void host_groups_reset(void)
+{
+	__builtin_memset(lab_host_tg, 0, sizeof(lab_host_tg));
+	__builtin_memset(lab_host_gq, 0, sizeof(lab_host_gq));
+	lab_host_nr_cpus_online = LAB_HOST_CPUS;
+}
+void host_group_runnable_delta(u32 tg, u32 cpu, int delta) { group_runnable_delta(tg, cpu, delta); }

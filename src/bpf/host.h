@@ -100,4 +100,18 @@ bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool
 s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc);
 s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load);
 
+/* Groups (group.h): the host tests' groups and queues, and the walks over them. */
+u64 host_shares_from_cgroup(u32 w);
+u64 host_calc_group_shares(u32 mode, const struct lab_tg *tg, const struct lab_gq *gq);
+u64 host_group_walk(u32 tg, u32 cpu, u32 load_w_old, u32 load_w, bool runnable, int op, u32 mode,
+		    u64 now);
+bool host_update_tg_load_avg(struct lab_tg *tg, struct lab_gq *gq, u64 now);
+void host_update_gq_load_avg(u64 now, struct lab_gq *gq);
+void host_reweight_eevdf(struct lab_cfs *cfs, struct lab_pool *pool, u32 n, u64 h, u32 inv_weight,
+			 const struct lab_params *p, u64 *st);
+void host_entity_tick_group(struct lab_cfs *cfs, struct lab_pool *pool, const struct lab_params *p,
+			    u64 *st);
+void host_groups_reset(void);
+void host_group_runnable_delta(u32 tg, u32 cpu, int delta);
+
 #endif

@@ -21,12 +21,15 @@ struct {
 } lab_hrticks SEC(".maps");
 
 /*
- * hrtick(): the deadline of @key's running entity came; let the pick decide (entity_tick()'s
- * queued path reschedules unconditionally, through resched_curr_lazy(): under preempt=lazy a
+ * hrtick(): the deadline of @key's running entity came: its groups are brought up to date as at a
+ * tick, and the pick decides (entity_tick()'s queued path reschedules unconditionally, through
+ * resched_curr_lazy(): under preempt=lazy a
  * timer that fires on another CPU leaves the switch to @key's tick; on @key itself the return
  * from the interrupt acts on it at once). A timer armed from another CPU (an enqueue there)
  * fires where it was armed, so the kick names the CPU explicitly.
  */
+__noinline int lab_group_hrtick(s32 cpu, u64 now);
+
 static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
 {
 	s32 cpu = *key;
@@ -36,6 +39,8 @@ static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
 		return 0;
 	h->armed = 0;
 	stat_inc(LAB_ST_PREEMPT_HRTICK);
+	/* hrtick() runs task_tick_fair(queued): entity_tick() on the running task's levels. */
+	lab_group_hrtick(cpu, scx_bpf_now());
 	if (params_get()->preempt == LAB_PREEMPT_LAZY && cpu != bpf_get_smp_processor_id() &&
 	    (rq = rq_get(cpu))) {
 		WRITE_ONCE(rq->lazy, 1);

@@ -30,6 +30,9 @@ enum lab_consts {
 	LAB_MAX_SLOTS = 1 << 22,
 	/* The slots of the host tests' pool. */
 	LAB_NR_SLOTS = 32768,
+	/* The cgroups of the cpu controller that get a group of their own (group.h); the rest
+	 * count as their parent. A power of two. */
+	LAB_MAX_TGS = 4096,
 };
 
 /* The user space address of the BPF arena that holds the entity pool (its map_extra): the pool
@@ -175,6 +178,10 @@ enum lab_stat {
 	LAB_ST_CPU_OFFLINE,		/* CPUs that went offline (no reload) */
 	LAB_ST_HOTPLUG_MOVED,		/* entities moved off an offline CPU, keeping their lag */
 	LAB_ST_HOTPLUG_GLOBAL,		/* tasks bound to an offline CPU handed to the global DSQ */
+	LAB_ST_CGROUP_INIT,		/* cgroups given a group (ops.cgroup_init) */
+	LAB_ST_CGROUP_EXIT,		/* groups gone with their cgroup (ops.cgroup_exit) */
+	LAB_ST_CGROUP_MOVE,		/* tasks moved between cgroups (ops.cgroup_move) */
+	LAB_ST_CGROUP_FLATTENED,	/* cgroups counted as their parent (too deep, or no room) */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */
@@ -218,6 +225,7 @@ struct lab_knobs {
 	u64 nr_migrate;		/* sysctl_sched_nr_migrate */
 	u64 tunable_scaling;	/* sysctl_sched_tunable_scaling: 0 none, 1 log, 2 linear */
 	u64 preempt;		/* enum lab_preempt_model: the preemption model resched_curr_lazy() follows */
+	u64 cgroup_mode;	/* enum lab_cgroup_mode: how cpu.weight becomes per-CPU shares */
 };
 
 /* The kernel's preemption models (/sys/kernel/debug/sched/preempt), in its order. */
@@ -226,6 +234,16 @@ enum lab_preempt_model {
 	LAB_PREEMPT_VOLUNTARY = 1,
 	LAB_PREEMPT_FULL = 2,
 	LAB_PREEMPT_LAZY = 3,
+};
+
+/* The kernel's cgroup_mode values (/sys/kernel/debug/sched/cgroup_mode, 7.3), in its order:
+ * how a group's cpu.weight becomes its entity's weight on each CPU (calc_group_shares()). */
+enum lab_cgroup_mode {
+	LAB_CGROUP_UP = 0,
+	LAB_CGROUP_SMP = 1,
+	LAB_CGROUP_CONCUR = 2,
+	LAB_CGROUP_MAX = 3,
+	LAB_CGROUP_TASKS = 4,
 };
 
 /*

@@ -261,6 +261,7 @@ static __always_inline const struct lab_params *params_get(void)
 		pc->params.migration_cost = k->migration_cost_ns;
 		pc->params.nr_migrate = k->nr_migrate;
 		pc->params.preempt = k->preempt;
+		pc->params.cgroup_mode = k->cgroup_mode;
 		bpf_spin_unlock(&k->lock);
 		pc->params.tick_ns = tick_ns;
 		seen = READ_ONCE(knob_seq_announced);
@@ -288,6 +289,7 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
 #include "slots.bpf.h"
 #include "select.bpf.h"
 #include "balance.bpf.h"
+#include "cgroup.bpf.h"
 #include "dump.bpf.h"
 #include "cpus.bpf.h"
 
@@ -569,6 +571,9 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, 0);
 	se->migrated = 0;
+	/* set_next_task_fair()'s fold of its groups' weights. */
+	if (se->tg)
+		group_prepare(se, cpu, LAB_GROUP_FOLD);
 	hrtick_ns = lab_set_next(tc->slot, cpu, p->se.sum_exec_runtime, scx_bpf_now());
 	if (hrtick_ns > 0)
 		hrtick_start(cpu, hrtick_ns);
@@ -639,6 +644,9 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
+	/* entity_tick() of the running task's groups. */
+	if (SE(pool, tc->slot)->tg)
+		group_prepare(SE(pool, tc->slot), cpu, LAB_GROUP_TICK);
 	resched = lab_tick_account(cpu, p->se.sum_exec_runtime, p->pid, now);
 	if (resched) {
 		if (resched & LAB_RESCHED_LAZY)
@@ -667,7 +675,7 @@ void BPF_STRUCT_OPS(lab_set_weight, struct task_struct *p, u32 scx_weight)
 
 	if (!tc || !pool)
 		return;
-	old = SE(pool, tc->slot)->weight;
+	old = se_load_w(SE(pool, tc->slot));
 	lab_reweight(tc->slot, weight, task_inv_weight(p));
 	if (old && weight != old)
 		tc->prio_changed = weight < old ? LAB_PRIO_WORSE : LAB_PRIO_CHANGED;
@@ -730,10 +738,15 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_in
 		scx_bpf_exit(LAB_EXIT_POOL_FULL, "no memory for the context of task %d", p->pid);
 		return 0;
 	}
-	if (slot_claim(p, tc, args->fork))
+	if (slot_claim(p, tc, args->fork)) {
 		scx_bpf_exit(LAB_EXIT_POOL_FULL,
 			     "the task pool is full (%u of %u slots, sized from pid_max and threads-max at load): reloading with a larger one",
 			     READ_ONCE(lab_slots_used), lab_slots_cap);
+		return 0;
+	}
+	/* The cgroup it joins (its parent's at fork; its own at attach). */
+	if (tc->slot && pool_get() && args->cgroup)
+		SE(pool_get(), tc->slot)->tg = cgroup_id_tg(BPF_CORE_READ(args, cgroup, kn, id));
 	return 0;
 }
 
@@ -744,8 +757,11 @@ void BPF_STRUCT_OPS(lab_enable, struct task_struct *p)
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc) {
-		SE(pool, tc->slot)->weight = task_weight(p);
-		SE(pool, tc->slot)->inv_weight = task_inv_weight(p);
+		lab_se_t *se = SE(pool, tc->slot);
+
+		se->weight = se->load_w = task_weight(p);
+		se->inv_weight = task_inv_weight(p);
+		se->h_load = (u64)se->weight << LAB_SCHED_FIXEDPOINT_SHIFT;
 	}
 }
 
@@ -795,6 +811,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 			break;
 		/* init_cfs_rq(): start v0 just below zero so that wrap-around bugs show early. */
 		rq->cfs.zero_vruntime = (u64)(-(1LL << 20));
+		rq->cfs.cpu = cpu;
 		rq->cpu = cpu;
 		newidle_init(&rq->ni, bpf_ktime_get_ns());
 		if (hrtick_init(cpu))
@@ -836,6 +853,11 @@ SCX_OPS_DEFINE(lab_ops,
 	       .cpu_release = (void *)lab_cpu_release,
 	       .cpu_online = (void *)lab_cpu_online,
 	       .cpu_offline = (void *)lab_cpu_offline,
+	       .cgroup_init = (void *)lab_cgroup_init,
+	       .cgroup_exit = (void *)lab_cgroup_exit,
+	       .cgroup_move = (void *)lab_cgroup_move,
+	       .cgroup_set_weight = (void *)lab_cgroup_set_weight,
+	       .cgroup_set_idle = (void *)lab_cgroup_set_idle,
 	       .update_idle = (void *)lab_update_idle,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,

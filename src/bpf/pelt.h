@@ -171,7 +171,7 @@ LAB_INLINE bool update_load_avg_blocked_se(u64 now, lab_se_t *se)
 {
 	if (!update_load_sum(now, &se->avg, 0, 0, 0))
 		return false;
-	update_load_avg_sa(&se->avg, se->weight);
+	update_load_avg_sa(&se->avg, se_load_w(se));
 	return true;
 }
 
@@ -184,7 +184,7 @@ LAB_INLINE bool update_load_avg_se(u64 now, struct lab_cfs *cfs, lab_pool_t *poo
 	if (!update_load_sum(now, &se->avg, se->on_rq != 0, se->on_rq && !se->delayed,
 			     cfs->curr == n))
 		return false;
-	update_load_avg_sa(&se->avg, se->weight);
+	update_load_avg_sa(&se->avg, se_load_w(se));
 	cfs_se_util_change(&se->avg);
 	return true;
 }
@@ -252,14 +252,14 @@ LAB_INLINE bool update_cfs_rq_load_avg(u64 now, struct lab_cfs *cfs)
 LAB_INLINE void enqueue_load_avg(struct lab_cfs *cfs, const lab_se_t *se)
 {
 	cfs->avg.load_avg += se->avg.load_avg;
-	cfs->avg.load_sum += (u64)se->weight * se->avg.load_sum;
+	cfs->avg.load_sum += (u64)se_load_w(se) * se->avg.load_sum;
 }
 
 LAB_INLINE void dequeue_load_avg(struct lab_cfs *cfs, const lab_se_t *se)
 {
 	cfs->avg.load_avg = lab_sub_positive(cfs->avg.load_avg, se->avg.load_avg);
 	cfs->avg.load_sum = lab_sub_positive(cfs->avg.load_sum,
-					     (u64)se->weight * se->avg.load_sum);
+					     (u64)se_load_w(se) * se->avg.load_sum);
 	cfs->avg.load_sum = lab_sum_floor(cfs->avg.load_sum, cfs->avg.load_avg);
 }
 
@@ -276,8 +276,8 @@ LAB_INLINE void attach_entity_load_avg(struct lab_cfs *cfs, lab_se_t *se)
 	se->avg.util_sum = (u32)(se->avg.util_avg * divider);
 	se->avg.runnable_sum = se->avg.runnable_avg * divider;
 	se->avg.load_sum = se->avg.load_avg * divider;
-	if (se->weight < se->avg.load_sum)
-		se->avg.load_sum = se->avg.load_sum / se->weight;
+	if (se_load_w(se) < se->avg.load_sum)
+		se->avg.load_sum = se->avg.load_sum / se_load_w(se);
 	else
 		se->avg.load_sum = 1;
 	enqueue_load_avg(cfs, se);
@@ -352,7 +352,7 @@ LAB_INLINE void remove_entity_load_avg(struct lab_cfs *cfs, lab_se_t *se, u64 *s
 LAB_INLINE void init_entity_runnable_average(lab_se_t *se)
 {
 	__builtin_memset(&se->avg, 0, sizeof(se->avg));
-	se->avg.load_avg = se->weight;
+	se->avg.load_avg = se_load_w(se);
 }
 
 /*
@@ -366,7 +366,8 @@ LAB_INLINE void post_init_entity_util_avg(const struct lab_cfs *cfs, lab_se_t *s
 
 	if (cap > 0) {
 		if (cfs->avg.util_avg) {
-			se->avg.util_avg = cfs->avg.util_avg * se->weight / (cfs->avg.load_avg + 1);
+			se->avg.util_avg =
+				cfs->avg.util_avg * se_load_w(se) / (cfs->avg.load_avg + 1);
 			if (se->avg.util_avg > (u64)cap)
 				se->avg.util_avg = (u64)cap;
 		} else {

@@ -246,6 +246,102 @@ __noinline int lab_leave(u32 n, u64 now, u32 migrate)
 	return 0;
 }
 
+/*
+ * A full walk of a task's groups on @cpu (group_walk()) under that CPU's queue lock, for @op:
+ * the join of an enqueue (whose effective weight the placement then uses), or a tick's update;
+ * returns the effective weight, for se->h_next. LAB_GROUP_DEQUEUE takes back a join that the
+ * enqueue did not use (group_account()). Global subprograms, one per operation, so that the BPF
+ * verifier checks a walk once per program that makes it rather than on every path to a queue
+ * operation; a global subprogram cannot run under the queue's lock, hence the critical section
+ * of its own.
+ */
+static __always_inline u64 group_op(s32 cpu, u32 tg, u32 load_w, const u32 op, u64 now)
+{
+	const struct lab_params *params = params_get();
+	struct lab_rq *rq = rq_get(cpu);
+	u64 h = 0;
+
+	if (!rq || !tg)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	if (op == LAB_GROUP_DEQUEUE)
+		group_account(tg, cpu, load_w, true, false);
+	else
+		h = group_walk(tg, cpu, load_w, load_w, true, op, (u32)params->cgroup_mode, now);
+	bpf_spin_unlock(&rq->lock);
+	return h;
+}
+
+__noinline u64 lab_group_join(s32 cpu, u32 tg, u32 load_w, u64 now)
+{
+	return group_op(cpu, tg, load_w, LAB_GROUP_ENQUEUE, now);
+}
+
+__noinline u64 lab_group_tick(s32 cpu, u32 tg, u32 load_w, u64 now)
+{
+	return group_op(cpu, tg, load_w, LAB_GROUP_TICK, now);
+}
+
+/*
+ * The hrtick of @cpu fired (its running task's slice ended): hrtick() runs task_tick_fair() with
+ * queued set, whose entity_tick() brings each level of the running task's groups up to date --
+ * averages, group-wide sums, shares. Its effective weight follows at its next pick (the tick's
+ * own reweight of curr is moot: it is being switched out).
+ */
+__noinline int lab_group_hrtick(s32 cpu, u64 now)
+{
+	const struct lab_params *params = params_get();
+	lab_pool_t *pool = pool_get();
+	struct lab_rq *rq = rq_get(cpu);
+	lab_se_t *se;
+	u32 n;
+
+	if (!pool || !rq || !READ_ONCE(rq->cfs.curr))
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	n = rq->cfs.curr;
+	if (n) {
+		se = SE(pool, n);
+		if (se->tg && se->on_rq && se->running)
+			group_walk(se->tg, cpu, se_load_w(se), se_load_w(se), true, LAB_GROUP_TICK,
+				   (u32)params->cgroup_mode, now);
+	}
+	bpf_spin_unlock(&rq->lock);
+	return 0;
+}
+
+__noinline u64 lab_group_unjoin(s32 cpu, u32 tg, u32 load_w)
+{
+	return group_op(cpu, tg, load_w, LAB_GROUP_DEQUEUE, 0);
+}
+
+/* set_next_task_fair()'s fold of a task's groups' weights on @cpu (group_fold()), under its
+ * queue lock: the effective weight, for se->h_next. A global subprogram, as lab_group_join(). */
+__noinline u64 lab_group_fold(s32 cpu, u32 tg, u32 load_w)
+{
+	struct lab_rq *rq = rq_get(cpu);
+	u64 h;
+
+	if (!rq || !tg)
+		return 0;
+	bpf_spin_lock(&rq->lock);
+	h = group_fold(tg, cpu, load_w);
+	bpf_spin_unlock(&rq->lock);
+	return h;
+}
+
+/* Leave se->h_next for @op on @n: a walk of its groups on @cpu. */
+static __always_inline void group_prepare(lab_se_t *se, s32 cpu, u32 op)
+{
+	if (op == LAB_GROUP_FOLD)
+		se->h_next = lab_group_fold(cpu, se->tg, se_load_w(se));
+	else if (op == LAB_GROUP_TICK)
+		se->h_next = lab_group_tick(cpu, se->tg, se_load_w(se), scx_bpf_now());
+	else
+		se->h_next = lab_group_join(cpu, se->tg, se_load_w(se), scx_bpf_now());
+	se->h_next_op = se->h_next ? op : 0;
+}
+
 #include "enqueue.bpf.h"
 
 /* Entities lab_offline_next() looks at past running and inserted ones. */
@@ -550,6 +646,7 @@ __noinline int lab_tick_account(s32 cpu, u64 sum_exec, s32 pid, u64 now)
 	pelt_clock(rq, now);
 	resched = account_curr(&rq->cfs, pool, sum_exec, pid, params, st);
 	entity_tick_load(&rq->cfs, pool, st);
+	entity_tick_group(&rq->cfs, pool, params, st);
 	if (rq->lazy)
 		resched |= LAB_RESCHED_LAZY;
 	rq->lazy = 0;

@@ -14,6 +14,7 @@
 #include "avg_vruntime.h"
 #include "rbtree.h"
 #include "pelt.h"
+#include "group.h"
 
 /* The queue's running entity while it is queued (the kernel's "curr && curr->on_rq"). */
 LAB_INLINE lab_se_t *cfs_curr(struct lab_cfs *cfs, lab_pool_t *pool)
@@ -293,6 +294,39 @@ LAB_INLINE void place_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int f
 	se->deadline = se->vruntime + vslice;
 }
 
+/* What a caller of reweight_eevdf_at() knows of the entity, so that a constant leaves out of
+ * the program what cannot happen there: anything, off its queue, or its queue's running one. */
+#define LAB_RW_ANY	0
+#define LAB_RW_OFF	1
+#define LAB_RW_CURR	2
+
+LAB_INLINE void reweight_eevdf_at(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u64 h,
+				  u32 inv_weight, const struct lab_params *p, u64 *st,
+				  const int where);
+
+/*
+ * The effective weight of @se for @op, from a full walk of its groups (group_walk()): on the
+ * host, here and now; in BPF the walk ran before the queue's lock, in a global subprogram that
+ * the verifier checks once per program (lab_group_join() ...), and left its result in se->h_next. 0:
+ * no walk was made for this operation.
+ */
+LAB_INLINE u64 group_h(struct lab_cfs *cfs, lab_se_t *se, int op, const struct lab_params *p)
+{
+#ifdef LAB_HOST
+	u32 w = se_load_w(se);
+
+	if (op == LAB_GROUP_FOLD)
+		return group_fold(se->tg, cfs->cpu, w);
+	return group_walk(se->tg, cfs->cpu, w, w, true, op, (u32)p->cgroup_mode, cfs->clock_pelt);
+#else
+	u64 h = se->h_next_op == (u32)op ? se->h_next : 0;
+
+	se->h_next = 0;
+	se->h_next_op = 0;
+	return h;
+#endif
+}
+
 /*
  * enqueue_entity(): a runnable entity joins the queue -- placed, counted, and linked into the
  * tree unless it is the queue's running entity.
@@ -309,11 +343,22 @@ LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 		se->post_init = 0;
 	}
 	update_load_avg(cfs, pool, n, LAB_DO_ATTACH, st);
+	/* enqueue_hierarchy() and the effective weight it returns, which the placement uses (a
+	 * running task put back keeps its weight until set_next_entity() or the tick). Without a
+	 * walk for it, the task joins its groups' weights and keeps its effective weight. */
+	if (se->tg) {
+		u64 h = group_h(cfs, se, LAB_GROUP_ENQUEUE, p);
+
+		if (!h)
+			group_account(se->tg, cfs->cpu, se_load_w(se), true, true);
+		else if (cfs->curr != n)
+			reweight_eevdf_at(NULL, pool, n, h, 0, p, st, LAB_RW_OFF);
+	}
 	place_entity(cfs, pool, n, flags, p, st);
 	se->on_rq = 1;
 	se->is_new = 0;
 	cfs->nr_queued++;
-	cfs->load_weight += se->weight;
+	cfs->load_weight += se_load_w(se);
 	if (cfs->curr != n)
 		__enqueue_entity(cfs, pool, n, p, st);
 }
@@ -346,6 +391,8 @@ LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 	    !se->delayed && !entity_eligible(cfs, pool, se)) {
 		se->delayed = 1;
 		cfs->nr_delayed++;
+		if (se->tg)	/* set_delayed(): its groups count one runnable task less */
+			group_runnable_delta(se->tg, cfs->cpu, -1);
 		if (cfs->curr == n) {
 			/* put_prev_entity(): the sleeper goes back into the tree, frozen. */
 			cfs->curr = 0;
@@ -366,7 +413,11 @@ LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 	se->on_rq = 0;
 	if (cfs->nr_queued)
 		cfs->nr_queued--;
-	cfs->load_weight = lab_sub_positive(cfs->load_weight, se->weight);
+	cfs->load_weight = lab_sub_positive(cfs->load_weight, se_load_w(se));
+	/* dequeue_hierarchy(), light (group_account()); a ghost left its groups' runnable count
+	 * when it became one. */
+	if (se->tg)
+		group_account(se->tg, cfs->cpu, se_load_w(se), !se->delayed, false);
 	if (se->delayed) {
 		se->delayed = 0;
 		if (cfs->nr_delayed)
@@ -404,6 +455,8 @@ LAB_INLINE void requeue_delayed_entity(struct lab_cfs *cfs, lab_pool_t *pool, u3
 	se->delayed = 0;
 	if (cfs->nr_delayed)
 		cfs->nr_delayed--;
+	if (se->tg)	/* clear_delayed() */
+		group_runnable_delta(se->tg, cfs->cpu, 1);
 }
 
 /* set_next_entity(): @n becomes the running entity; @first: it was just picked (fair.c's
@@ -419,6 +472,10 @@ LAB_INLINE void set_next_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, bo
 	if (se->on_rq)
 		update_load_avg(cfs, pool, n, 0, st);	/* runnable, not running, until now */
 	cfs->curr = n;
+	/* set_next_task_fair(): the effective weight as the groups are now. */
+	if (se->tg && se->on_rq)
+		reweight_eevdf_at(cfs, pool, n, group_h(cfs, se, LAB_GROUP_FOLD, p), 0, p, st,
+				  LAB_RW_CURR);
 	/* Only a real pick (first) starts a protection; a re-run after a property change keeps
 	 * the one it had. */
 	if (se->on_rq && first)
@@ -453,26 +510,30 @@ LAB_INLINE void put_prev_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n,
 
 
 /*
- * reweight_entity(): a new weight keeps the entity's lag (V - v) * w, which leaves V unchanged:
- * lag, a relative deadline and a relative protection scale by old/new. @n is queued or not;
- * @cfs is NULL when it is not. @inv_weight: the new weight's inverse (the nice table's for a
- * task, as reweight_task_fair() sets it), 0 to derive it. The caller accounted curr first.
+ * reweight_eevdf(): a new effective weight @h (full resolution; the EEVDF arithmetic takes
+ * scale_load_down() of it) keeps the entity's lag (V - v) * w, which leaves V unchanged: lag, a
+ * relative deadline and a relative protection scale by old/new. @n is queued or not; @cfs is
+ * NULL when it is not. @inv_weight: the new weight's inverse (the nice table's for a root-group
+ * task), 0 to derive it. The caller accounted curr first.
  */
-LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u32 weight,
-				u32 inv_weight, const struct lab_params *p, u64 *st)
+LAB_INLINE void reweight_eevdf_at(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u64 h,
+				  u32 inv_weight, const struct lab_params *p, u64 *st,
+				  const int where)
 {
 	lab_se_t *se = SE(pool, n);
-	bool curr = cfs && cfs->curr == n, rel_vprot = false;
-	u64 avruntime = 0;
-	u32 old = se->weight;
+	bool queued = where != LAB_RW_OFF && cfs && se->on_rq, rel_vprot = false;
+	bool curr = where == LAB_RW_CURR || (where == LAB_RW_ANY && cfs && cfs->curr == n);
+	u64 avruntime = 0, old = se->h_load;
 
-	if (!weight)
+	if (!h)
 		return;
-	if (old == weight) {
+	if (!old)
+		old = lab_scale_load(se->weight);
+	if (old == h) {
 		se->inv_weight = inv_weight;
 		return;
 	}
-	if (se->on_rq && cfs) {
+	if (queued) {
 		lab_count(st, LAB_ST_REWEIGHT);
 		avruntime = avg_vruntime(cfs, cfs_curr(cfs, pool));
 		se->vlag = entity_lag(avruntime, se, cfs_max_slice(cfs, pool), p->tick_ns);
@@ -483,33 +544,90 @@ LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u3
 			rel_vprot = true;
 		}
 		cfs->nr_queued--;
-		if (se->in_tree)
+		if (where != LAB_RW_CURR && se->in_tree)
 			__dequeue_entity(cfs, pool, n);
-		cfs->load_weight = lab_sub_positive(cfs->load_weight, old);
-		dequeue_load_avg(cfs, se);
 	}
 	/* rescale_entity(): truncating divisions, as the kernel's div64_long(). */
-	se->vlag = (s64)(se->vlag * (s64)old) / (s64)weight;
+	se->vlag = (s64)(se->vlag * (s64)old) / (s64)h;
 	if (se->rel_deadline)
-		se->deadline = (u64)((s64)(se->deadline * (s64)old) / (s64)weight);
+		se->deadline = (u64)((s64)(se->deadline * (s64)old) / (s64)h);
 	if (rel_vprot)
-		se->vprot = (u64)((s64)(se->vprot * (s64)old) / (s64)weight);
-	se->weight = weight;
+		se->vprot = (u64)((s64)(se->vprot * (s64)old) / (s64)h);
+	se->h_load = h;
+	se->weight = (u32)lab_scale_load_down(h);
 	se->inv_weight = inv_weight;
-	/* The load average at the new weight, from the same history. */
-	se->avg.load_avg = (u64)weight * se->avg.load_sum / get_pelt_divider(&se->avg);
-	if (se->on_rq && cfs) {
-		enqueue_load_avg(cfs, se);
-		cfs->load_weight += weight;
+	if (queued) {
 		if (rel_vprot)
 			se->vprot += avruntime;
 		se->deadline += avruntime;
 		se->rel_deadline = 0;
 		se->vruntime = avruntime - (u64)se->vlag;
-		if (!curr)
+		if (where != LAB_RW_CURR && !curr)
 			__enqueue_entity(cfs, pool, n, p, st);
 		cfs->nr_queued++;
 	}
+}
+
+LAB_INLINE void reweight_eevdf(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u64 h,
+			       u32 inv_weight, const struct lab_params *p, u64 *st)
+{
+	reweight_eevdf_at(cfs, pool, n, h, inv_weight, p, st, LAB_RW_ANY);
+}
+
+/*
+ * reweight_entity() of a task (reweight_task_fair()): its own weight @weight changes the queue's
+ * load and its load average at once; its effective weight follows -- directly for a task of the
+ * root group (reweight_eevdf() with the table's @inv_weight), through its groups' queues for
+ * another (its own weight in them now, its effective weight at its next pick or tick; fair.c
+ * folds it at once). @n is queued or not; @cfs is NULL when it is not.
+ */
+LAB_INLINE void reweight_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, u32 weight,
+				u32 inv_weight, const struct lab_params *p, u64 *st)
+{
+	lab_se_t *se = SE(pool, n);
+	u32 old = se_load_w(se);
+
+	if (!weight)
+		return;
+	if (old != weight) {
+		if (se->on_rq && cfs) {
+			cfs->load_weight = lab_sub_positive(cfs->load_weight, old);
+			dequeue_load_avg(cfs, se);
+		}
+		se->load_w = weight;
+		/* The load average at the new weight, from the same history. */
+		se->avg.load_avg = (u64)weight * se->avg.load_sum / get_pelt_divider(&se->avg);
+		if (se->on_rq && cfs) {
+			enqueue_load_avg(cfs, se);
+			cfs->load_weight += weight;
+		}
+	}
+	if (!se->tg) {
+		reweight_eevdf(cfs, pool, n, lab_scale_load(weight), inv_weight, p, st);
+	} else if (se->on_rq && cfs && old != weight) {
+		/* Its groups' queues take the new weight; its effective weight follows at its next
+		 * pick or tick. */
+		group_account(se->tg, cfs->cpu, old, false, false);
+		group_account(se->tg, cfs->cpu, weight, false, true);
+	}
+}
+
+/*
+ * entity_tick() of the groups: at each level of the running task's, the averages, the group-wide
+ * sums and the shares brought up to date; then its effective weight follows.
+ */
+LAB_INLINE void entity_tick_group(struct lab_cfs *cfs, lab_pool_t *pool,
+				  const struct lab_params *p, u64 *st)
+{
+	lab_se_t *se;
+
+	if (!cfs->curr)
+		return;
+	se = SE(pool, cfs->curr);
+	if (!se->tg || !se->on_rq)
+		return;
+	reweight_eevdf_at(cfs, pool, cfs->curr, group_h(cfs, se, LAB_GROUP_TICK, p), 0, p, st,
+			  LAB_RW_CURR);
 }
 
 /* entity_tick()'s update_load_avg() of the running entity. */

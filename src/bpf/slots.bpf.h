@@ -136,8 +136,10 @@ static __always_inline s32 slot_claim(struct task_struct *p, struct task_ctx *tc
 		se->vlag = 0;
 		se->rel_deadline = 0;
 		se->is_new = fork;
-		se->weight = task_weight(p);
+		se->weight = se->load_w = task_weight(p);
 		se->inv_weight = task_inv_weight(p);
+		se->h_load = (u64)se->weight << LAB_SCHED_FIXEDPOINT_SHIFT;
+		se->tg = 0;
 		se->picked = 0;
 		se->slice = 0;
 		se->custom_slice = 0;

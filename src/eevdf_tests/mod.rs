@@ -23,6 +23,7 @@ use ffi::*;
 
 mod arithmetic;
 mod deviations;
+mod groups;
 mod load;
 mod pelt;
 mod preempt;
@@ -160,6 +161,7 @@ fn params(features: u64) -> lab_params {
         measure_scan: 1,
         nr_migrate: 32,
         preempt: 2,
+        cgroup_mode: 2,
     }
 }
 

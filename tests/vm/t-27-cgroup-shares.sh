@@ -1,0 +1,118 @@
+# Group weights (cpu.weight) and 7.3's cgroup modes, the lab against the kernel in the same boot.
+#  - Two cgroups of cpu.weight 100 and 300, each with a hog pinned to CPU 2 and one to CPU 3: each
+#    CPU is shared 1:3 between the groups' hogs, under the lab within 5 % (relative) of 25/75, as
+#    under the kernel. Measured with cgroup_mode=smp on both: under concur (and tasks) a group's
+#    factor min(tg_tasks(), CPUs) is its runnable average over 1024, rounded down, and two
+#    always-runnable tasks average 2046 to 2048 -- the factor flips between 1 and 2 on a rounding,
+#    in the kernel as in the lab, and the two groups need not flip together.
+#  - Every cgroup_mode: cgroup g (cpu.weight 100) has a hog pinned to CPU 2 and one to CPU 3; a
+#    root-group hog shares CPU 3 with g's. g's share of CPU 3 follows from its entity's weight
+#    there: up (tg->shares, 1024) 50 %, smp (the load-proportional half, 512) 33 %, max (4 CPUs x
+#    512) 67 %, concur and tasks 33 % or 50 % by the rounding above. The lab's share is within 5 %
+#    (relative) of the kernel's, for each mode the kernel has (7.3: all five).
+# Autogroup is turned off for the test: the kernel would give each session's root-group tasks a
+# group of their own, which sched_ext does not see (README, "Groups").
+#
+# Timing boot: the shares are guest time. Windows of 1 s after 0.6 s of settling (the group
+# averages' half-life is 32 ms; the group sums are pushed at most once a millisecond).
+# boot: timing
+. ./lib.sh
+
+CG=/sys/fs/cgroup
+WINDOW=1
+SETTLE=0.6
+HOGS=
+AG=/proc/sys/kernel/sched_autogroup_enabled
+ag0=$(cat $AG 2>/dev/null || echo)
+KMODE=/sys/kernel/debug/sched/cgroup_mode
+kmode0=$(cat $KMODE 2>/dev/null | sed -n 's/.*(\(.*\)).*/\1/p')
+
+stop_hogs() { [ -n "$HOGS" ] && kill $HOGS 2>/dev/null; wait $HOGS 2>/dev/null; HOGS=; }
+cleanup() {
+	stop_hogs
+	for g in a b g; do rmdir $CG/$g 2>/dev/null; done
+	[ -n "$ag0" ] && echo "$ag0" >$AG
+	[ -n "$kmode0" ] && echo "$kmode0" >$KMODE 2>/dev/null
+}
+trap cleanup EXIT
+
+grep -qw cpu $CG/cgroup.controllers || fail "no cpu controller in $CG"
+echo +cpu >$CG/cgroup.subtree_control || fail "cannot enable the cpu controller"
+[ -n "$ag0" ] && echo 0 >$AG
+for g in a b g; do mkdir -p $CG/$g || fail "mkdir $CG/$g"; done
+echo 100 >$CG/a/cpu.weight && echo 300 >$CG/b/cpu.weight && echo 100 >$CG/g/cpu.weight ||
+	fail "cannot write cpu.weight"
+
+# hog CPU [CGROUP]: a busy loop pinned to CPU, in CGROUP (else the root); its pid in HOG.
+hog() {
+	taskset -c "$1" sh -c 'while :; do :; done' &
+	HOG=$!
+	HOGS="$HOGS $HOG"
+	[ -z "${2:-}" ] || echo $HOG >$CG/$2/cgroup.procs || fail "cannot move $HOG into $2"
+}
+exec_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
+
+# share P Q: P's part of the CPU time of P and Q over the window.
+share() {
+	sleep $SETTLE
+	p0=$(exec_ns $1) q0=$(exec_ns $2)
+	sleep $WINDOW
+	p1=$(exec_ns $1) q1=$(exec_ns $2)
+	awk -v p=$((p1 - p0)) -v q=$((q1 - q0)) 'BEGIN {printf "%.4f\n", p / (p + q)}'
+}
+
+# weights SETMODE OUT: the 100 / 300 groups under smp; OUT gets CPU 2's and CPU 3's share of a.
+weights() {
+	$1 smp || fail "cannot set cgroup_mode=smp ($1)"
+	shift
+	hog 2 a; a2=$HOG; hog 2 b; b2=$HOG; hog 3 a; a3=$HOG; hog 3 b; b3=$HOG
+	sleep $SETTLE
+	{ share $a2 $b2; share $a3 $b3; } >"$1"
+	stop_hogs
+}
+
+# modes SCHED OUT: g's share of CPU 3 under each mode (set by SETMODE), one "mode share" a line.
+modes() {
+	hog 2 g; hog 3 g; g3=$HOG; hog 3; r3=$HOG
+	: >"$2"
+	for m in $MODES; do
+		$1 "$m" || fail "cannot set cgroup_mode=$m ($1)"
+		echo "$m $(share $g3 $r3)" >>"$2"
+	done
+	stop_hogs
+}
+kernel_mode() { [ -w $KMODE ] || return 0; echo "$1" >$KMODE; }
+lab_mode() { scx_eevdf_lab set cgroup_mode="$1" >/dev/null 2>&1; }
+
+MODES=
+[ -w $KMODE ] && MODES="up smp concur max tasks"
+
+weights kernel_mode /tmp/w.kernel
+[ -n "$MODES" ] && modes kernel_mode /tmp/m.kernel
+[ -n "$kmode0" ] && echo "$kmode0" >$KMODE
+start_lab
+weights lab_mode /tmp/w.lab
+[ -n "$MODES" ] && modes lab_mode /tmp/m.lab
+check "still attached" lab_attached
+counters cgroup_init cgroup_move cgroup_flattened | { read -r i m f; note "cgroups given a group $i, task moves $m, counted as their parent $f"; }
+stop_lab
+
+close() { awk -v a="$1" -v b="$2" 'BEGIN {e = a / b - 1; if (e < 0) e = -e; exit !(e <= 0.05)}'; }
+pct() { awk -v x="$1" 'BEGIN {printf "%.1f %%", 100 * x}'; }
+# Everything is printed before the checks.
+for c in 1 2; do
+	l=$(sed -n ${c}p /tmp/w.lab) k=$(sed -n ${c}p /tmp/w.kernel)
+	note "cpu.weight 100 vs 300 on CPU $((c + 1)): the 100 group's share: lab $(pct $l), kernel $(pct $k) (expected 25 %)"
+done
+[ -n "$MODES" ] || note "this kernel has no cgroup_mode: the modes are not compared"
+for m in $MODES; do
+	l=$(awk -v m=$m '$1 == m {print $2}' /tmp/m.lab) k=$(awk -v m=$m '$1 == m {print $2}' /tmp/m.kernel)
+	note "cgroup_mode=$m: g's share of CPU 3: lab $(pct $l), kernel $(pct $k)"
+done
+for c in 1 2; do
+	check "lab: 1:3 on CPU $((c + 1)) within 5 %" close "$(sed -n ${c}p /tmp/w.lab)" 0.25
+done
+for m in $MODES; do
+	check "lab: cgroup_mode=$m within 5 % of the kernel" \
+		close "$(awk -v m=$m '$1 == m {print $2}' /tmp/m.lab)" "$(awk -v m=$m '$1 == m {print $2}' /tmp/m.kernel)"
+done
