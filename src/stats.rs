@@ -286,7 +286,7 @@ pub struct CallbackCost {
 }
 
 /// The fields of [`Metrics`] that are levels at the time of the sample, not counts.
-pub const GAUGES: &[&str] = &["tasks", "task_slots"];
+pub const GAUGES: &[&str] = &["tasks", "task_slots", "groups"];
 
 /// The counter fields of [`Metrics`] in enum lab_stat order.
 pub const COUNTERS: &[&str] = &[
@@ -690,6 +690,7 @@ pub fn delta(now: &Metrics, prev: &Metrics) -> Metrics {
     m.cpus = now.cpus.clone();
     m.tasks = now.tasks;
     m.task_slots = now.task_slots;
+    m.groups = now.groups;
     m.callbacks = now
         .callbacks
         .iter()

@@ -108,7 +108,6 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_cgroup_init, struct cgroup *cgrp, struct scx_cg
 	*slot = 0;
 	if (!level)
 		return 0;
-	stat_inc(LAB_ST_CGROUP_INIT);
 	if (level > 1 && (up = bpf_cgroup_ancestor(cgrp, level - 1))) {
 		parent = cgroup_tg(up);
 		bpf_cgroup_release(up);
@@ -143,6 +142,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_cgroup_init, struct cgroup *cgrp, struct scx_cg
 	WRITE_ONCE(tg->cgid, cgrp->kn->id);
 	__sync_fetch_and_add(&lab_tgs_used, 1);
 	*slot = idx;
+	stat_inc(LAB_ST_CGROUP_INIT);
 	return 0;
 }
 
