@@ -313,7 +313,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let mut sweeps = Vec::new();
     for spec in workloads::spec::split_specs(&args.workloads, &names).map_err(input::bad)? {
         for (w, point) in
-            workloads::spec::expand(&spec, workloads::NOT_SWEPT).map_err(input::bad)?
+            workloads::spec::expand(&spec, workloads::NOT_SWEPT, &names).map_err(input::bad)?
         {
             let workload = workloads::parse(&w, q)
                 .with_context(|| match &point {
