@@ -116,6 +116,9 @@ pub enum Cmd {
     /// One task of a bench workload in --processes mode (started by `bench`).
     #[command(hide = true)]
     Worker(crate::bench::workloads::WorkerArgs),
+    /// One part of a bench workload, run in its cgroup (started by `bench`).
+    #[command(hide = true)]
+    Part(crate::bench::workloads::PartArgs),
     /// Create many tasks at once and many short-lived ones; exit status 1 if any could not be
     /// created or did not run (the guest tests' check of the per-task bookkeeping).
     #[command(hide = true)]
@@ -199,6 +202,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Bench(args)) => return crate::bench::run(*args),
         Some(Cmd::Restore) => cmd_restore()?,
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
+        Some(Cmd::Part(args)) => crate::bench::workloads::part_main(args)?,
         Some(Cmd::Spawn(args)) => {
             if !crate::spawn::run(&args)? {
                 return Ok(ExitCode::FAILURE);
