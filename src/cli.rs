@@ -102,8 +102,10 @@ pub enum Cmd {
     #[command(after_help = crate::bench::ARMS_HELP, args_conflicts_with_subcommands = true)]
     Bench(Box<crate::bench::BenchArgs>),
     /// Put back what a bench that did not finish (killed with SIGKILL, a crash) had changed:
-    /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started. It reads
-    /// the journal every bench keeps in /run/scx_eevdf_lab (the next bench does the same).
+    /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started, the
+    /// cgroups it had created (what still runs in them is killed) and the cpu controller it had
+    /// turned on. It reads the journal every bench keeps in /run/scx_eevdf_lab (the next bench
+    /// does the same).
     Restore,
     /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
     /// /etc/bash_completion.d/scx_eevdf_lab`).
