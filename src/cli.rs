@@ -102,8 +102,10 @@ pub enum Cmd {
     #[command(after_help = crate::bench::ARMS_HELP, args_conflicts_with_subcommands = true)]
     Bench(Box<crate::bench::BenchArgs>),
     /// Put back what a bench that did not finish (killed with SIGKILL, a crash) had changed:
-    /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started. It reads
-    /// the journal every bench keeps in /run/scx_eevdf_lab (the next bench does the same).
+    /// the kernel's debugfs knobs, a running lab's knobs, a scheduler it had started, the
+    /// cgroups it had created (what still runs in them is killed) and the cpu controller it had
+    /// turned on. It reads the journal every bench keeps in /run/scx_eevdf_lab (the next bench
+    /// does the same).
     Restore,
     /// Print a shell completion script to stdout (e.g. `scx_eevdf_lab completions bash >
     /// /etc/bash_completion.d/scx_eevdf_lab`).
@@ -116,6 +118,9 @@ pub enum Cmd {
     /// One task of a bench workload in --processes mode (started by `bench`).
     #[command(hide = true)]
     Worker(crate::bench::workloads::WorkerArgs),
+    /// One part of a bench workload, run in its cgroup (started by `bench`).
+    #[command(hide = true)]
+    Part(crate::bench::workloads::PartArgs),
     /// Create many tasks at once and many short-lived ones; exit status 1 if any could not be
     /// created or did not run (the guest tests' check of the per-task bookkeeping).
     #[command(hide = true)]
@@ -199,6 +204,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Some(Cmd::Bench(args)) => return crate::bench::run(*args),
         Some(Cmd::Restore) => cmd_restore()?,
         Some(Cmd::Worker(args)) => crate::bench::workloads::worker_main(args)?,
+        Some(Cmd::Part(args)) => crate::bench::workloads::part_main(args)?,
         Some(Cmd::Spawn(args)) => {
             if !crate::spawn::run(&args)? {
                 return Ok(ExitCode::FAILURE);

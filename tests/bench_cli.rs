@@ -234,6 +234,178 @@ fn bad_input_fails_before_anything_runs() {
     }
 }
 
+/// Bad cgroup keys and composites are refused as bad input (exit status 2) before anything is
+/// created: no group under the cgroup root, no output folder.
+#[test]
+fn bad_cgroup_keys_and_composites_fail_before_anything_is_created() {
+    let _one = one_bench();
+    let root = tempdir("cgroot-bad");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("cgroup.controllers"), "cpu io memory\n").unwrap();
+    std::fs::write(root.join("cgroup.subtree_control"), "").unwrap();
+    let out_dir = tempdir("cg-bad-out");
+    for (w, want) in [
+        ("pingpong:cgroup=a/b", "'/' is not allowed"),
+        ("pingpong:cgroup=..", "starts with a letter or a digit"),
+        ("pingpong:cgroup=", "needs a name"),
+        ("pingpong:cpu_weight=100", "needs cgroup=NAME"),
+        (
+            "pingpong:cgroup=a:cpu_weight=0",
+            "out of range: allowed 1..=10000",
+        ),
+        ("pingpong:cgroup=a:cpu_weight=10001", "out of range"),
+        (
+            "pingpong:cgroup=a:cpu_idle=1:cpu_weight=200",
+            "takes no cpu_weight",
+        ),
+        ("pingpong:cgroup=a:cpu_max=1/1", "period must be"),
+        ("pingpong+", "nothing follows a '+'"),
+        ("+pingpong", "nothing comes before the '+'"),
+        ("pingpong+nosuch:x=1", "after '+' is not a workload"),
+        (
+            "pingpong:cgroup=a:cpu_weight=1+pipe-stream:cgroup=a:cpu_weight=2",
+            "different settings",
+        ),
+        (
+            "schlat:workers=1,2+pingpong:pairs=1,2",
+            "only one parameter",
+        ),
+    ] {
+        let out = Command::new(bin())
+            .args(["bench", "eevdf", "-w", w, "--out"])
+            .arg(&out_dir)
+            .env("LAB_CGROUP_ROOT", &root)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{w}: {err}");
+        assert_eq!(err.lines().count(), 1, "{w}: {err}");
+        assert!(err.contains(want), "{w}: {err}");
+        assert!(!out_dir.exists(), "{w}: an output folder was created");
+        let entries: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        assert_eq!(
+            entries.len(),
+            2,
+            "{w}: something was created under the cgroup root"
+        );
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// Without cgroup v2 at /sys/fs/cgroup, a workload with cgroup= is refused with the remedy,
+/// before anything is changed.
+#[test]
+fn a_cgroup_workload_needs_cgroup_v2() {
+    let _one = one_bench();
+    let v2 = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("/sys/fs/cgroup") && l.contains("cgroup2"));
+    if v2 {
+        return; // this host has it: the sessions below use a stand-in folder instead
+    }
+    let out = Command::new(bin())
+        .args(["bench", "eevdf", "-w", "pingpong:cgroup=a", "--out"])
+        .arg(tempdir("cg-v1-out"))
+        .env_remove("LAB_CGROUP_ROOT")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cgroup v2 is not mounted at /sys/fs/cgroup") || err.contains("root"),
+        "{err}"
+    );
+    assert!(!tempdir("cg-v1-out").exists());
+}
+
+/// A composite of two parts in cgroups, on a folder standing in for the cgroup root
+/// (LAB_CGROUP_ROOT): each part reports its own metrics, the report shows each part's group and
+/// weight, and the groups, the bench's folder and the cpu controller it turned on are gone
+/// afterwards. Needs root (the bench journals what it creates).
+#[test]
+fn a_composite_in_cgroups_reports_each_part_and_cleans_up() {
+    let _one = one_bench();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let root = tempdir("cgroot");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("cgroup.controllers"), "cpu io memory\n").unwrap();
+    std::fs::write(root.join("cgroup.subtree_control"), "").unwrap();
+    let dir = tempdir("cg-out");
+    let out = Command::new(bin())
+        .args([
+            "bench",
+            "eevdf",
+            "-w",
+            "pingpong:cgroup=lat:cpu_weight=300+messaging:groups=1:fds=2:loops=100:cgroup=batch",
+            "-n",
+            "2",
+            "--warmup",
+            "0.05",
+            "--window",
+            "0.3",
+            "--seed",
+            "2",
+            "--bootstrap",
+            "200",
+            "--no-plots",
+            "--out",
+        ])
+        .arg(&dir)
+        .env("LAB_CGROUP_ROOT", &root)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}\n{table}");
+    for want in [
+        "2 parts at once, in one window, the time-based ones until the fixed-work ones end",
+        "lat: pingpong — ",
+        "; cgroup lat, cpu.weight 300",
+        "batch: messaging — ",
+        "; cgroup batch",
+        "| lat/handoffs_per_s ",
+        "| batch/seconds ",
+    ] {
+        assert!(table.contains(want), "{want}: {table}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bench.json")).unwrap()).unwrap();
+    let parts = json["workloads"][0]["parts"].as_array().unwrap();
+    assert_eq!(parts[0]["cgroup"]["cpu_weight"], 300);
+    assert_eq!(parts[1]["cgroup"]["name"], "batch");
+    assert!(
+        parts[1]["cgroup_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("scx_eevdf_lab.bench/batch")
+    );
+    let valid = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["valid"] == true && r["discarded"] == false)
+        .count();
+    assert_eq!(valid, 2, "{table}");
+    let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    assert!(csv.contains(",lat/handoffs_per_s,") && csv.contains(",batch/msgs_per_s,"));
+    // Everything the bench created is gone; the controller it turned on is off again (a plain
+    // file keeps the last write).
+    assert!(!root.join("scx_eevdf_lab.bench").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap(),
+        "-cpu"
+    );
+    assert!(!std::path::Path::new("/run/scx_eevdf_lab/bench.journal").exists());
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Without a running lab (no sched_ext here, or no scheduler attached), `features` and
 /// `diff-kernel` still show the kernel's line, read from a fake debugfs folder.
 #[test]
@@ -296,9 +468,21 @@ fn the_workload_list_shows_keys_defaults_and_metrics() {
         "handoffs_per_s",
         "hackbench",
         "mode=process",
+        "  cgroup= ",
+        "  cpu_weight= ",
+        "A+B runs workloads A and B at once",
     ] {
         assert!(text.contains(want), "{want}: {text}");
     }
+    let help = Command::new(bin())
+        .args(["bench", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("cgroup=NAME") && text.contains("cpu_weight=1..10000"),
+        "{text}"
+    );
 }
 
 #[test]

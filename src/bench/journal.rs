@@ -6,10 +6,12 @@
 //! stops a scheduler; always whole (a temporary file in the same folder, renamed over it). The
 //! bench removes it once it has restored everything itself. It holds the bench's pid and start
 //! time (a running bench is never restored under its feet), the kernel's debugfs knobs as found,
-//! the knobs of a running lab the bench adopted, and the scheduler process the bench started
+//! the knobs of a running lab the bench adopted, the scheduler process the bench started
 //! while that runs (such a process also detaches by itself when the bench dies: it gets SIGINT
-//! as its parent-death signal).
+//! as its parent-death signal), and the cgroups it created and the cpu controller it turned on
+//! for workloads with `cgroup=` (each recorded before it is made; see [`super::cgroup`]).
 
+use super::cgroup::{self, Changes};
 use crate::control::Control;
 use crate::features::{FeatureSet, Tunables};
 use crate::kernel::{self, KnobSnapshot};
@@ -68,6 +70,9 @@ pub struct Journal {
     pub lab: Option<LabKnobs>,
     /// The scheduler the bench started, while it runs.
     pub scheduler: Option<Proc>,
+    /// What it changed in cgroup v2 (workloads with `cgroup=`).
+    #[serde(default, skip_serializing_if = "Changes::is_empty")]
+    pub cgroups: Changes,
 }
 
 impl Journal {
@@ -79,6 +84,7 @@ impl Journal {
             kernel,
             lab,
             scheduler: None,
+            cgroups: Changes::default(),
         })
     }
 
@@ -125,8 +131,9 @@ impl Journal {
     }
 
     /// Puts back everything the journal holds: stops the scheduler the bench started if it
-    /// still runs, writes the kernel's knobs back, and the adopted lab's knobs if it still runs.
-    /// Returns what it did, one line each.
+    /// still runs, removes the cgroups it created (killing what still runs in them) and turns
+    /// the cpu controller off where it turned it on, writes the kernel's knobs back, and the
+    /// adopted lab's knobs if it still runs. Returns what it did, one line each.
     pub fn restore(&self) -> Result<Vec<String>> {
         let mut done = Vec::new();
         if let Some(s) = self.scheduler.filter(Proc::alive) {
@@ -136,6 +143,7 @@ impl Journal {
                 s.pid
             ));
         }
+        done.extend(cgroup::undo(&self.cgroups)?);
         if let Some(snap) = &self.kernel {
             done.extend(kernel::put_back(snap)?);
         }
@@ -293,5 +301,70 @@ mod tests {
         assert!(format!("{e:#}").contains("a bench is running (pid 1)"));
         assert!(path.exists());
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A bench killed while its cgroups existed, with a process left in one of them: recover()
+    /// kills it, removes the groups and the bench's folder (children first) and turns the cpu
+    /// controller off where the bench had turned it on. The folder stands in for
+    /// /sys/fs/cgroup, as LAB_CGROUP_ROOT lets it.
+    #[test]
+    fn recover_removes_a_dead_benchs_cgroups() {
+        let root = cgroup::tests::fake_root("journal");
+        let path = root.join("bench.journal");
+        let mut j = Journal::new(None, None).unwrap();
+        j.bench.started += 1;
+        let names = vec!["lat".to_string(), "batch".to_string()];
+        let dir = cgroup::setup(&root, &names, false, &mut j.cgroups.clone(), &mut |c| {
+            // What the bench does: the journal saved before each change.
+            j.cgroups = c.clone();
+            j.save(&path)
+        })
+        .unwrap();
+        assert_eq!(
+            Journal::load(&path).unwrap().unwrap().cgroups.created.len(),
+            3
+        );
+        // A leftover member of a group, as a killed bench's workload would be.
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        fs::write(dir.join("lat/cgroup.procs"), format!("{}\n", sleeper.id())).unwrap();
+        fs::write(dir.join("lat/cpu.weight"), "300").unwrap();
+
+        let (_, done) = recover(&path).unwrap().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            sleeper.wait().unwrap().signal() == Some(libc::SIGKILL),
+            "the leftover process was not killed"
+        );
+        assert!(!dir.exists(), "{done:?}");
+        assert_eq!(
+            done,
+            [
+                format!("removed {}", dir.join("batch").display()),
+                format!(
+                    "killed 1 leftover process(es) in {}",
+                    dir.join("lat").display()
+                ),
+                format!("removed {}", dir.join("lat").display()),
+                format!("removed {}", dir.display()),
+                format!(
+                    "took the cpu controller off in {}",
+                    root.join("cgroup.subtree_control").display()
+                ),
+            ]
+        );
+        assert!(!path.exists());
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_journal_without_cgroups_reads_as_before() {
+        let j = Journal::new(None, None).unwrap();
+        let text = serde_json::to_string(&j).unwrap();
+        assert!(!text.contains("cgroups"), "{text}");
+        let back: Journal = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, j);
     }
 }

@@ -5,11 +5,13 @@
 //! workloads, installs the interrupt handler, runs the protocol, restores every setting it
 //! touched, and writes the table, JSON, CSV and SVG outputs. The pieces live in the sibling
 //! modules: [`arms`] (what an arm is), [`runner`] (putting arms in effect and checking them),
-//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`counters`] and [`system`], [`stats`], [`report`],
+//! [`protocol`] (order, warm-ups, validity), [`workloads`], [`cgroup`] (the workloads' cgroups),
+//! [`counters`] and [`system`], [`stats`], [`report`],
 //! [`plot`] and [`env`]. It depends on nothing of the command line above it: `cli` calls
-//! [`run`] and [`workloads::worker_main`].
+//! [`run`], [`workloads::worker_main`] and [`workloads::part_main`].
 
 pub mod arms;
+pub mod cgroup;
 pub mod compare;
 pub mod counters;
 pub mod env;
@@ -81,7 +83,11 @@ pub struct BenchArgs {
     /// Workloads, comma-separated or repeated: NAME[:key=value[:key=value...]]
     /// (e.g. pingpong:pairs=2:pin=same-cpu). One parameter may be a list, a sweep
     /// (messaging:groups=1,2,4,8,16: one workload per value); single-quote values that hold
-    /// ':' or ','. `--list` shows them.
+    /// ':', ',' or '+'. Every workload also takes cgroup=NAME (its tasks in a cgroup v2 group
+    /// of their own, created for the session and removed after it) with cpu_weight=1..10000,
+    /// cpu_idle=0|1 and cpu_max=QUOTA/PERIOD|max; A+B runs workloads A and B at once, in one
+    /// window, each with its own metrics (schlat:cgroup=lat+pipe-stream:cgroup=batch).
+    /// `--list` shows them.
     #[arg(short, long = "workload", default_value = "pingpong")]
     pub workloads: Vec<String>,
 
@@ -244,6 +250,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         window: secs("--window", args.window.unwrap_or(dflt.window_s))?,
         max_run: secs("--max-run", args.max_run.unwrap_or(dflt.max_run_s))?,
         processes: args.processes,
+        ..Default::default()
     };
     if rc.window.is_zero() {
         return Err(bad_msg("--window must be > 0"));
@@ -314,7 +321,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let mut sweeps = Vec::new();
     for spec in workloads::spec::split_specs(&args.workloads, &names).map_err(input::bad)? {
         for (w, point) in
-            workloads::spec::expand(&spec, workloads::NOT_SWEPT).map_err(input::bad)?
+            workloads::spec::expand(&spec, workloads::NOT_SWEPT, &names).map_err(input::bad)?
         {
             let workload = workloads::parse(&w, q)
                 .with_context(|| match &point {
@@ -322,10 +329,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
                     None => format!("workload {spec:?}"),
                 })
                 .map_err(input::bad)?;
-            if args.processes && THREADS_ONLY.contains(&workload.name()) {
+            if args.processes
+                && let Some(name) = workload
+                    .names()
+                    .into_iter()
+                    .find(|n| THREADS_ONLY.contains(n))
+            {
                 return Err(bad_msg(format!(
-                    "{} runs as threads only; drop --processes",
-                    workload.name()
+                    "{name} runs as threads only; drop --processes"
                 )));
             }
             if wls.iter().any(|x: &NamedWorkload| x.label == w) {
@@ -337,6 +348,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     if wls.is_empty() {
         return Err(bad_msg("no workload given"));
+    }
+    let cgroups: Vec<cgroup::CgroupSpec> = wls.iter().flat_map(|w| w.workload.cgroups()).collect();
+    let cgroup_root = cgroup::root();
+    if !cgroups.is_empty() {
+        crate::preflight::require_root()?;
+        cgroup::check_root(&cgroup_root)?;
     }
     // What a bench killed before it could restore left behind goes back first, so that this
     // one starts from (and restores to) the settings from before that one.
@@ -371,6 +388,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             params: w.workload.params(),
             metrics: w.workload.metrics(),
             sweep,
+            parts: w.workload.parts(),
         })
         .collect();
 
@@ -401,6 +419,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
     if args.bpf_stats {
         runner.enable_bpf_stats()?;
+    }
+    let mut rc = rc;
+    if !cgroups.is_empty() {
+        rc.cgroups = Some(runner.setup_cgroups(&cgroup_root, &cgroups)?);
     }
     let knobs_before = runner
         .original_knobs()

@@ -10,6 +10,7 @@
 //! writes a [`Journal`] of what it found, removed once it has put everything back itself.
 
 use super::arms::{Arm, ArmKind, Baseline, KERNEL_ONLY};
+use super::cgroup;
 use super::journal::{self, Journal, LabKnobs, Proc};
 use crate::control::{self, Control, Knobs};
 use crate::features::{self, FeatureSet, Tunables};
@@ -102,6 +103,8 @@ pub struct Runner {
     journal: Option<Journal>,
     /// The kernel's BPF run-time statistics, on while this is open (--bpf-stats).
     bpf_stats: Option<std::os::fd::OwnedFd>,
+    /// What the bench changed in cgroup v2 for workloads with `cgroup=`, undone at the end.
+    cgroups: cgroup::Changes,
 }
 
 impl Runner {
@@ -174,6 +177,24 @@ impl Runner {
             ncpus,
             journal,
             bpf_stats: None,
+            cgroups: cgroup::Changes::default(),
+        })
+    }
+
+    /// Creates the session's cgroups (see [`cgroup::setup`]), each change recorded in the
+    /// journal before it is made; returns the bench's cgroup folder. They are removed by
+    /// [`Runner::shutdown`].
+    pub fn setup_cgroups(&mut self, root: &Path, specs: &[cgroup::CgroupSpec]) -> Result<PathBuf> {
+        let Some(journal) = self.journal.as_mut() else {
+            bail!("workloads with cgroup= need root (the bench journals the groups it creates)");
+        };
+        let mut names: Vec<String> = specs.iter().map(|c| c.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        let need_idle = specs.iter().any(|c| c.cpu_idle.is_some());
+        cgroup::setup(root, &names, need_idle, &mut self.cgroups, &mut |c| {
+            journal.cgroups = c.clone();
+            journal.save(Path::new(journal::PATH))
         })
     }
 
@@ -610,6 +631,23 @@ impl Runner {
         let mut errors = Vec::new();
         if let Err(e) = self.detach() {
             errors.push(format!("detaching: {e:#}"));
+        }
+        if !self.cgroups.is_empty() {
+            match cgroup::undo(&self.cgroups) {
+                Ok(done) => {
+                    for d in done.iter().filter(|d| d.starts_with("killed")) {
+                        log::warn!("{d}");
+                    }
+                    self.cgroups = cgroup::Changes::default();
+                    if let Some(j) = self.journal.as_mut() {
+                        j.cgroups = cgroup::Changes::default();
+                        if let Err(e) = j.save(Path::new(journal::PATH)) {
+                            errors.push(format!("{e:#}"));
+                        }
+                    }
+                }
+                Err(e) => errors.push(format!("removing the bench's cgroups: {e:#}")),
+            }
         }
         if let Some((k, _)) = self.adopted.take()
             && let Err(e) = Control::open().and_then(|c| {

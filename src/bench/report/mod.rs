@@ -16,6 +16,7 @@ use super::env::Environment;
 use super::protocol::{FailedArm, Order, RunRecord};
 use super::stats::Comparison;
 use super::workloads::MetricDef;
+use super::workloads::composite::PartInfo;
 use super::workloads::spec::SweepPoint;
 use crate::kernel::KnobSnapshot;
 use anyhow::{Result, bail};
@@ -35,6 +36,9 @@ pub struct WorkloadInfo {
     /// Its place in a sweep (`messaging:groups=1,2,4`), when it is one point of one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
+    /// Its parts with their cgroups, when it is a composite or runs in a cgroup.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartInfo>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -255,6 +259,7 @@ pub(crate) mod tests {
             description: "1 pair".into(),
             params: BTreeMap::new(),
             sweep: None,
+            parts: vec![],
             metrics: vec![
                 metric(
                     "handoffs_per_s",

@@ -146,21 +146,39 @@ impl Workload for Cmd {
         ])
     }
 
+    fn self_timed(&self) -> bool {
+        true
+    }
+
+    fn runs_program(&self) -> bool {
+        true
+    }
+
     fn metrics(&self) -> Vec<MetricDef> {
         vec![self.metric.clone()]
     }
 
     fn run(&self, rc: &RunConfig) -> Result<Measurement> {
         let limit = rc.max_run.max(Duration::from_secs(1));
+        // In a composite the command starts when the window opens for all parts.
+        if let Some(g) = &rc.gate {
+            g.ready()?;
+            g.warm();
+            g.wait_window()?;
+        }
         let s0 = Snapshot::take(&[]);
         let t0 = Instant::now();
         let run = super::external::run_tool(
             Path::new(SHELL),
             &["-c".to_string(), self.command.clone()],
             limit,
+            rc,
         );
         let elapsed = t0.elapsed().as_secs_f64();
         let s1 = Snapshot::take(&[]);
+        if let (Some(g), Ok((0, ..))) = (&rc.gate, &run) {
+            g.finished();
+        }
         let mut m = Measurement {
             elapsed_s: elapsed,
             ..Default::default()

@@ -245,10 +245,13 @@ pub fn parse_perf_simple(text: &str) -> Option<f64> {
 }
 
 /// Runs a command to completion within `limit`; returns (exit status, rusage, stdout, stderr).
+/// It starts in `rc.program_cgroup` when that is set (moved there between fork and exec), and
+/// is killed when the run is to stop ([`RunConfig::stopping`]).
 pub(super) fn run_tool(
     bin: &Path,
     args: &[String],
     limit: Duration,
+    rc: &RunConfig,
 ) -> Result<(i32, libc::rusage, String, String)> {
     let dir = std::env::temp_dir();
     let tag = format!("lab-bench-{}-{}", std::process::id(), super::mono_ns());
@@ -258,12 +261,18 @@ pub(super) fn run_tool(
     );
     let out = std::fs::File::create(&out_p).context("cannot create a temporary file")?;
     let err = std::fs::File::create(&err_p).context("cannot create a temporary file")?;
-    let child = Command::new(bin)
-        .args(args)
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
-        .process_group(0)
+        .process_group(0);
+    if let Some(group) = &rc.program_cgroup {
+        let procs = crate::bench::cgroup::procs_file(group)?;
+        // SAFETY: enter() makes only async-signal-safe calls.
+        unsafe { cmd.pre_exec(move || crate::bench::cgroup::enter(&procs)) };
+    }
+    let child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", bin.display()))?;
     let pid = child.id() as libc::pid_t;
@@ -283,9 +292,11 @@ pub(super) fn run_tool(
         if r < 0 {
             bail!("wait4: {}", std::io::Error::last_os_error());
         }
-        if killed.is_none() && (crate::bench::interrupted() || start.elapsed() > limit) {
+        if killed.is_none() && (rc.stopping() || start.elapsed() > limit) {
             killed = Some(if crate::bench::interrupted() {
                 "interrupted"
+            } else if rc.stopping() {
+                super::gate::ABORTED
             } else {
                 "run limit"
             });
@@ -360,6 +371,14 @@ impl Workload for External {
         kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 
+    fn self_timed(&self) -> bool {
+        true
+    }
+
+    fn runs_program(&self) -> bool {
+        true
+    }
+
     fn metrics(&self) -> Vec<MetricDef> {
         match self.tool {
             Tool::StressNgPipe { .. } => {
@@ -394,11 +413,20 @@ impl Workload for External {
         ));
         let args = self.args(rc, &yaml);
         let limit = rc.max_run.max(rc.window + Duration::from_secs(10));
+        // In a composite the tool starts when the window opens for all parts.
+        if let Some(g) = &rc.gate {
+            g.ready()?;
+            g.warm();
+            g.wait_window()?;
+        }
         let s0 = Snapshot::take(&[]);
         let t0 = Instant::now();
-        let run = run_tool(&bin, &args, limit);
+        let run = run_tool(&bin, &args, limit, rc);
         let elapsed = t0.elapsed().as_secs_f64();
         let s1 = Snapshot::take(&[]);
+        if let (Some(g), Ok((0, ..))) = (&rc.gate, &run) {
+            g.finished();
+        }
         let mut m = Measurement::default();
         m.extra
             .insert("tool".into(), serde_json::json!(bin.display().to_string()));
@@ -453,10 +481,9 @@ impl Workload for External {
 impl External {
     fn args_preview(&self) -> String {
         let rc = RunConfig {
-            warmup: Duration::ZERO,
             window: Duration::from_secs(1),
             max_run: Duration::from_secs(1),
-            processes: false,
+            ..Default::default()
         };
         let mut a = self.args(&rc, Path::new("FILE"));
         if let Tool::StressNgPipe { .. } = self.tool {

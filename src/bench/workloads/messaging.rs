@@ -132,14 +132,14 @@ pub fn receiver(
     super::futex_wake(&ctl.progress);
 }
 
-/// Waits until `progress >= target`; false at the deadline or on interrupt.
-fn wait_progress(ctl: &Ctl, target: u32, deadline: Instant) -> bool {
+/// Waits until `progress >= target`; false at the deadline or when the run is to stop.
+fn wait_progress(ctl: &Ctl, target: u32, deadline: Instant, rc: &RunConfig) -> bool {
     loop {
         let v = ctl.progress.load(Ordering::Acquire);
         if v >= target {
             return true;
         }
-        if Instant::now() >= deadline || crate::bench::interrupted() {
+        if Instant::now() >= deadline || rc.stopping() {
             return false;
         }
         futex_wait(&ctl.progress, v, Duration::from_millis(10));
@@ -178,6 +178,10 @@ impl Workload for Messaging {
                 if self.pipes { "pipe" } else { "socket" }.into(),
             ),
         ])
+    }
+
+    fn self_timed(&self) -> bool {
+        true
     }
 
     fn metrics(&self) -> Vec<MetricDef> {
@@ -242,21 +246,36 @@ impl Workload for Messaging {
         }
         let tasks = team.wait_ready(Duration::from_secs(60))?;
         let nrecv = receivers.len() as u32;
+        if let Some(g) = &rc.gate {
+            g.ready()?;
+        }
         let start = Instant::now();
         let deadline = start + rc.max_run;
         let mut m = Measurement::default();
         team.go();
-        if !wait_progress(&team.ctl, nrecv, deadline) {
+        if !wait_progress(&team.ctl, nrecv, deadline, rc) {
             m.invalid.push(stop_reason(start, rc));
             team.finish(Duration::from_secs(10))?;
             return Ok(m);
         }
+        // In a composite the timed pass starts when the controller opens the window for all
+        // parts; the senders wait for it.
+        if let Some(g) = &rc.gate {
+            g.warm();
+            if let Err(e) = g.wait_window() {
+                team.finish(Duration::from_secs(10))?;
+                return Err(e);
+            }
+        }
         let s0 = Snapshot::take(&tasks);
         let t0 = Instant::now();
         team.ctl.set_phase(PHASE_MEASURE);
-        let finished = wait_progress(&team.ctl, 2 * nrecv, deadline);
+        let finished = wait_progress(&team.ctl, 2 * nrecv, deadline, rc);
         let elapsed = t0.elapsed().as_secs_f64();
         let s1 = Snapshot::take(&tasks);
+        if finished && let Some(g) = &rc.gate {
+            g.finished();
+        }
         team.finish(Duration::from_secs(10))?;
         if !finished {
             m.invalid.push(stop_reason(start, rc));
@@ -276,6 +295,8 @@ impl Workload for Messaging {
 fn stop_reason(start: Instant, rc: &RunConfig) -> String {
     if crate::bench::interrupted() {
         "interrupted".into()
+    } else if rc.stopping() {
+        super::gate::ABORTED.into()
     } else {
         format!(
             "the fixed work did not finish within the run limit of {:?} (stopped after {:.1} s)",

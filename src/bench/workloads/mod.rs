@@ -9,11 +9,14 @@
 //! The machinery they share lives in the sibling modules, re-exported here so that a workload
 //! imports it from one place: [`team`] (the tasks and their shared control block), [`window`]
 //! (the measurement window of time-based workloads), [`worker`] (a task in `--processes`
-//! mode), [`params`] (the spec's `key=value` parameters) and [`sys`] (system-call wrappers).
-//! Each workload is one file next to them.
+//! mode), [`params`] (the spec's `key=value` parameters), [`spec`] (the syntax of specs) and
+//! [`sys`] (system-call wrappers). [`composite`] runs workloads in cgroups and several at once
+//! (`A+B`), their parts kept in step by a [`gate`]. Each workload is one file next to them.
 
 pub mod cmd;
+pub mod composite;
 pub mod external;
+pub mod gate;
 pub mod hog_probe;
 pub mod messaging;
 pub mod params;
@@ -28,6 +31,8 @@ pub mod window;
 pub mod worker;
 
 pub(crate) use crate::topology::allowed_cpus;
+pub(crate) use composite::{PartArgs, part_main};
+pub(crate) use gate::PartGate;
 pub(crate) use params::{Key, Params, Pin, key};
 pub(crate) use sys::{
     futex_wait, futex_wake, gettid, maybe_pin, mono_ns, pin_to_cpu, pipe, read_exact, socketpair,
@@ -43,6 +48,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The range and precision of [`latency_histogram`]: 1 ns to 100 s, 3 significant digits.
@@ -93,7 +99,7 @@ pub struct Measurement {
 }
 
 /// How long and how a run goes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunConfig {
     /// In-run warm-up before the window (time-based workloads).
     pub warmup: Duration,
@@ -103,6 +109,22 @@ pub struct RunConfig {
     pub max_run: Duration,
     /// Tasks as processes of this binary instead of threads.
     pub processes: bool,
+    /// The bench's cgroup folder, whose groups the workloads with `cgroup=` use (None: no
+    /// group was set up).
+    pub cgroups: Option<PathBuf>,
+    /// A part of a composite: the gate that releases it and opens and closes its window
+    /// together with the other parts (None: a workload on its own).
+    pub gate: Option<PartGate>,
+    /// The group that a program the workload starts (external tools, cmd) goes into.
+    pub program_cgroup: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// True when the run should stop now: the bench was interrupted, or the composite this
+    /// run is a part of was stopped.
+    pub fn stopping(&self) -> bool {
+        crate::bench::interrupted() || self.gate.as_ref().is_some_and(|g| g.aborted())
+    }
 }
 
 /// A workload, configured from its `name[:key=value...]` spec.
@@ -118,6 +140,29 @@ pub trait Workload: Send + Sync {
     /// What each run reports; the first is the primary metric.
     fn metrics(&self) -> Vec<MetricDef>;
     fn run(&self, rc: &RunConfig) -> Result<Measurement>;
+    /// True when it does a fixed amount of work or times itself (messaging, the external tools,
+    /// cmd): in a composite, the window lasts until it ends.
+    fn self_timed(&self) -> bool {
+        false
+    }
+    /// True when its tasks are a program it starts (the external tools, cmd), which goes into
+    /// its cgroup between fork and exec; the others run in a child process of this binary that
+    /// is put in the cgroup before it starts its tasks.
+    fn runs_program(&self) -> bool {
+        false
+    }
+    /// The workloads it runs: itself, or a composite's parts.
+    fn names(&self) -> Vec<&'static str> {
+        vec![self.name()]
+    }
+    /// Its parts, when it runs in a cgroup or is a composite (for the report).
+    fn parts(&self) -> Vec<composite::PartInfo> {
+        Vec::new()
+    }
+    /// The cgroups it runs in.
+    fn cgroups(&self) -> Vec<crate::bench::cgroup::CgroupSpec> {
+        Vec::new()
+    }
 }
 
 /// The built-in workloads and the external tools the bench can drive.
@@ -162,8 +207,25 @@ pub const NAMES: &[(&str, &str)] = &[
 /// Workloads whose parameters are never sweeps (a `cmd` regex may hold commas).
 pub const NOT_SWEPT: &[&str] = &["cmd"];
 
-/// Builds a workload from `name[:key=value...]`. `quick` picks smaller defaults.
+/// Builds a workload from `name[:key=value...]`, or a composite from such specs joined by
+/// `+`; any of them may take the cgroup keys ([`crate::bench::cgroup::KEYS`]). `quick` picks
+/// smaller defaults.
 pub fn parse(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
+    let names: Vec<&str> = NAMES.iter().map(|n| n.0).collect();
+    let mut parts = Vec::new();
+    for p in spec::split_parts(spec, &names)? {
+        let (inner, cgroup) = crate::bench::cgroup::CgroupSpec::take(&p)?;
+        let workload = parse_one(&inner, quick)?;
+        parts.push(composite::Part::new(inner, cgroup, workload));
+    }
+    if parts.len() == 1 && parts[0].cgroup.is_none() {
+        return Ok(parts.remove(0).workload);
+    }
+    Ok(Box::new(composite::Composite::new(parts, quick)?))
+}
+
+/// Builds one workload from `name[:key=value...]` (no cgroup keys, not a composite).
+pub fn parse_one(spec: &str, quick: bool) -> Result<Box<dyn Workload>> {
     let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
     let ncpus = allowed_cpus().len();
     Ok(match name {
@@ -196,7 +258,22 @@ pub fn list() -> Result<String> {
         "Workloads, as NAME[:key=value...] (parameters shown as key=default). The first metric \
          is the\nprimary one (progress lines, plots); the table and bench.json have them all. \
          One parameter\nmay be a list, a sweep: messaging:groups=1,2,4,8 is one workload per \
-         value. Quote values\nthat hold ':' or ',' in single quotes.\n",
+         value. Quote values\nthat hold ':', ',' or '+' in single quotes.\n\n\
+         Every workload also takes (the group is created for the session and removed after it):\n",
+    );
+    for k in crate::bench::cgroup::KEYS {
+        let (first, rest) = wrap(k.help, LIST_WIDTH - 25);
+        writeln!(s, "  {:<22} {first}", format!("{}=", k.name))?;
+        for line in rest {
+            writeln!(s, "  {:<22} {line}", "")?;
+        }
+    }
+    s.push_str(
+        "\nA+B runs workloads A and B at once (a composite), released together and measured \
+         over one\nwindow: --window, or until the parts that do fixed work (messaging, the \
+         external tools,\ncmd) end. Each part reports its own metrics, named LABEL/metric, \
+         LABEL being its cgroup\nor else its workload's name: \
+         schlat:cgroup=lat:cpu_weight=300+pipe-stream:cgroup=batch\n",
     );
     for (name, what) in NAMES {
         if *name == "cmd" {
@@ -241,6 +318,24 @@ pub fn list() -> Result<String> {
     Ok(s)
 }
 
+/// `text` cut at spaces into a first line and the rest, each at most `width` characters.
+fn wrap(text: &str, width: usize) -> (String, Vec<String>) {
+    let mut lines: Vec<String> = vec![String::new()];
+    for w in text.split(' ') {
+        let last = lines.last_mut().expect("one line");
+        if !last.is_empty() && last.len() + 1 + w.len() > width {
+            lines.push(w.to_string());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(w);
+        }
+    }
+    let first = lines.remove(0);
+    (first, lines)
+}
+
 /// A latency histogram in nanoseconds (1 ns .. 100 s, 3 significant digits).
 pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(
@@ -266,7 +361,7 @@ pub(crate) mod testutil {
             warmup: Duration::from_millis(50),
             window: Duration::from_millis(300),
             max_run: Duration::from_secs(30),
-            processes: false,
+            ..Default::default()
         }
     }
 }
@@ -304,6 +399,17 @@ mod tests {
         assert!(text.contains("groups=4 "), "{text}");
         assert!(text.contains("[--quick: 2]"), "{text}");
         assert!(text.contains("cpu=- "), "{text}");
+        for k in crate::bench::cgroup::KEYS {
+            assert!(
+                text.contains(&format!("  {}= ", k.name)),
+                "{}: {text}",
+                k.name
+            );
+        }
+        assert!(
+            text.contains("A+B runs workloads A and B at once"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The syntax of workload specs on the command line: a `-w` value holds one or more specs
-//! separated by commas (`pingpong,messaging:groups=4`); a spec is `NAME[:item...]`; a value may
-//! be single-quoted to hold `:` or `,` (`cmd:'perf bench sched pipe':metric='([0-9.]+) usecs'`);
-//! and one parameter of a spec may be a comma-separated list, a sweep
-//! (`messaging:groups=1,2,4,8,16`), which stands for one workload per value.
+//! separated by commas (`pingpong,messaging:groups=4`); a spec is `NAME[:item...]`, or a
+//! composite of such parts joined by `+`, which run at once (`schlat:cgroup=lat+pipe-stream:
+//! cgroup=batch`); a value may be single-quoted to hold `:`, `,` or `+` (`cmd:'perf bench sched
+//! pipe':metric='([0-9.]+) usecs'`); and one parameter of a spec may be a comma-separated list,
+//! a sweep (`messaging:groups=1,2,4,8,16`), which stands for one workload per value.
 //!
 //! Only the syntax lives here; what the keys mean is each workload's business ([`super::parse`]).
 
@@ -36,14 +37,47 @@ pub fn unquote(s: &str) -> String {
     s.replace('\'', "")
 }
 
+/// The workload name a spec or a part starts with (before its first `:` or `+`).
+fn name_of(p: &str) -> &str {
+    p.split([':', '+']).next().unwrap_or("").trim()
+}
+
+/// The parts of a composite spec (`A+B`): split at each `+` outside quotes. A piece after a
+/// `+` that does not start with a workload name continues a `cmd` part (its command or regex
+/// may hold a `+`), and is refused after any other part. One part: the spec itself.
+pub fn split_parts(spec: &str, names: &[&str]) -> Result<Vec<String>> {
+    const SYNTAX: &str = "a composite is NAME[:key=value...]+NAME[:key=value...]";
+    let mut parts: Vec<String> = Vec::new();
+    for piece in split_outside_quotes(spec, '+')? {
+        let starts = names.contains(&name_of(&piece));
+        match parts.last_mut() {
+            Some(last) if !starts => {
+                if name_of(last) != "cmd" {
+                    if piece.trim().is_empty() {
+                        bail!("{spec:?}: nothing follows a '+' ({SYNTAX})");
+                    }
+                    bail!("{spec:?}: {piece:?} after '+' is not a workload ({SYNTAX})");
+                }
+                last.push('+');
+                last.push_str(&piece);
+            }
+            _ => parts.push(piece),
+        }
+    }
+    if parts.len() > 1 && parts[0].trim().is_empty() {
+        bail!("{spec:?}: nothing comes before the '+' ({SYNTAX})");
+    }
+    if parts.len() == 1 {
+        return Ok(parts);
+    }
+    Ok(parts.into_iter().map(|p| p.trim().to_string()).collect())
+}
+
 /// The workload specs of the `-w` values: each value is split at commas outside quotes, and a
 /// piece that does not start with a workload name continues the previous spec (the rest of a
 /// sweep's list: `messaging:groups=1,2,4`).
 pub fn split_specs(values: &[String], names: &[&str]) -> Result<Vec<String>> {
-    let starts_spec = |p: &str| {
-        let name = p.split(':').next().unwrap_or("");
-        names.contains(&name)
-    };
+    let starts_spec = |p: &str| names.contains(&name_of(p));
     let mut specs: Vec<String> = Vec::new();
     for v in values {
         let mut in_value = false;
@@ -77,49 +111,59 @@ pub struct SweepPoint {
 }
 
 /// One workload spec for each value of its sweep (the spec itself when it has none), with its
-/// place in the sweep. A spec may sweep one parameter; `fixed` names the workloads whose values
-/// are never lists (a `cmd` workload's regex may hold commas).
-pub fn expand(spec: &str, fixed: &[&str]) -> Result<Vec<(String, Option<SweepPoint>)>> {
-    let items = split_outside_quotes(spec, ':')?;
-    let name = items[0].as_str();
-    if fixed.contains(&name) {
-        return Ok(vec![(spec.to_string(), None)]);
-    }
-    let mut swept: Option<(usize, String, Vec<String>)> = None;
-    for (i, item) in items.iter().enumerate().skip(1) {
-        let Some((k, v)) = item.split_once('=') else {
+/// place in the sweep. A spec (a composite: all its parts together) may sweep one parameter;
+/// `fixed` names the workloads whose values are never lists (a `cmd` workload's regex may hold
+/// commas); `names` are the workload names (to find a composite's parts).
+pub fn expand(
+    spec: &str,
+    fixed: &[&str],
+    names: &[&str],
+) -> Result<Vec<(String, Option<SweepPoint>)>> {
+    let parts: Vec<Vec<String>> = split_parts(spec, names)?
+        .iter()
+        .map(|p| split_outside_quotes(p, ':'))
+        .collect::<Result<_>>()?;
+    let mut swept: Option<(usize, usize, String, Vec<String>)> = None;
+    for (pi, items) in parts.iter().enumerate() {
+        if fixed.contains(&items[0].trim()) {
             continue;
-        };
-        let values = split_outside_quotes(v, ',')?;
-        if values.len() < 2 {
-            continue;
         }
-        if let Some((_, other, _)) = &swept {
-            bail!(
-                "{spec:?}: only one parameter of a workload may be swept ({other} and {k} are lists)"
-            );
-        }
-        if values.iter().any(|x| x.trim().is_empty()) {
-            bail!("{spec:?}: the sweep of {k} has an empty value");
-        }
-        for (j, x) in values.iter().enumerate() {
-            if values[..j].contains(x) {
-                bail!("{spec:?}: the sweep of {k} lists {x} twice");
+        for (i, item) in items.iter().enumerate().skip(1) {
+            let Some((k, v)) = item.split_once('=') else {
+                continue;
+            };
+            let values = split_outside_quotes(v, ',')?;
+            if values.len() < 2 {
+                continue;
             }
+            if let Some((_, _, other, _)) = &swept {
+                bail!(
+                    "{spec:?}: only one parameter of a workload may be swept ({other} and {k} are lists)"
+                );
+            }
+            if values.iter().any(|x| x.trim().is_empty()) {
+                bail!("{spec:?}: the sweep of {k} has an empty value");
+            }
+            for (j, x) in values.iter().enumerate() {
+                if values[..j].contains(x) {
+                    bail!("{spec:?}: the sweep of {k} lists {x} twice");
+                }
+            }
+            swept = Some((pi, i, k.to_string(), values));
         }
-        swept = Some((i, k.to_string(), values));
     }
-    let Some((i, key, values)) = swept else {
+    let Some((pi, i, key, values)) = swept else {
         return Ok(vec![(spec.to_string(), None)]);
     };
     Ok(values
         .iter()
         .enumerate()
         .map(|(index, v)| {
-            let mut point = items.clone();
-            point[i] = format!("{key}={v}");
+            let mut point = parts.clone();
+            point[pi][i] = format!("{key}={v}");
+            let joined: Vec<String> = point.iter().map(|items| items.join(":")).collect();
             (
-                point.join(":"),
+                joined.join("+"),
                 Some(SweepPoint {
                     spec: spec.to_string(),
                     key: key.clone(),
@@ -135,7 +179,11 @@ pub fn expand(spec: &str, fixed: &[&str]) -> Result<Vec<(String, Option<SweepPoi
 mod tests {
     use super::*;
 
-    const NAMES: &[&str] = &["pingpong", "messaging", "cmd"];
+    const NAMES: &[&str] = &["pingpong", "messaging", "cmd", "schlat"];
+
+    fn expand(spec: &str, fixed: &[&str]) -> Result<Vec<(String, Option<SweepPoint>)>> {
+        super::expand(spec, fixed, NAMES)
+    }
 
     fn specs(v: &[&str]) -> Vec<String> {
         split_specs(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>(), NAMES).unwrap()
@@ -160,6 +208,63 @@ mod tests {
             ]
         );
         assert!(split_specs(&["cmd:'open".into()], NAMES).is_err());
+        // A composite is one spec; a sweep's list may end before a '+'.
+        assert_eq!(
+            specs(&["pingpong,messaging+schlat:workers=2,4+pingpong,pingpong:pairs=2"]),
+            [
+                "pingpong",
+                "messaging+schlat:workers=2,4+pingpong",
+                "pingpong:pairs=2"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_composite_splits_at_plus_signs_before_workload_names() {
+        let parts = |s: &str| split_parts(s, NAMES);
+        assert_eq!(
+            parts("schlat:cgroup=lat + messaging:groups=1").unwrap(),
+            ["schlat:cgroup=lat", "messaging:groups=1"]
+        );
+        assert_eq!(parts("pingpong").unwrap(), ["pingpong"]);
+        // A cmd part keeps its '+' (unquoted in a regex or a command); quoted ones too.
+        assert_eq!(
+            parts("cmd:echo 1+1:metric=[0-9]+:better=higher+pingpong").unwrap(),
+            ["cmd:echo 1+1:metric=[0-9]+:better=higher", "pingpong"]
+        );
+        assert_eq!(
+            parts("pingpong+cmd:'a+b':metric='x+':better=lower").unwrap(),
+            ["pingpong", "cmd:'a+b':metric='x+':better=lower"]
+        );
+        for (spec, want) in [
+            ("pingpong+", "nothing follows a '+'"),
+            ("+pingpong", "nothing comes before the '+'"),
+            ("pingpong++messaging", "nothing follows a '+'"),
+            ("pingpong+nosuch", "\"nosuch\" after '+' is not a workload"),
+            ("pingpong:pairs=2+2", "\"2\" after '+' is not a workload"),
+            ("pingpong+cmd:'x", "unbalanced single quote"),
+        ] {
+            let e = parts(spec).unwrap_err().to_string();
+            assert!(e.contains(want), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_composite_sweeps_one_parameter_of_one_part() {
+        let pts = expand("schlat:workers=2,4:cgroup=lat+pingpong:cgroup=b", &["cmd"]).unwrap();
+        let specs: Vec<&str> = pts.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(
+            specs,
+            [
+                "schlat:workers=2:cgroup=lat+pingpong:cgroup=b",
+                "schlat:workers=4:cgroup=lat+pingpong:cgroup=b"
+            ]
+        );
+        assert_eq!(pts[1].1.as_ref().unwrap().key, "workers");
+        let e = expand("schlat:workers=2,4+pingpong:pairs=1,2", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only one parameter"), "{e}");
     }
 
     #[test]

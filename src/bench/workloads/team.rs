@@ -51,17 +51,31 @@ pub struct Ctl {
     pub slots: [Slot; MAX_TASKS],
 }
 
-/// The control block in a shared mapping of a memfd, which worker processes inherit.
-pub struct SharedCtl {
-    ptr: *mut Ctl,
+/// A block of atomics that is valid when all-zero, so that a fresh mapping of a memfd is one.
+///
+/// # Safety
+/// The type must hold only atomics (or other types valid as all-zero bytes and usable through
+/// a shared reference from several processes at once).
+pub unsafe trait ZeroInit {}
+
+// SAFETY: Ctl holds only atomics.
+unsafe impl ZeroInit for Ctl {}
+
+/// A `T` in a shared mapping of a memfd, which worker processes inherit (the team's control
+/// block, a composite's gate).
+pub struct Shared<T: ZeroInit> {
+    ptr: *mut T,
     fd: OwnedFd,
 }
 
-// SAFETY: Ctl holds only atomics; the mapping lives as long as the SharedCtl.
-unsafe impl Send for SharedCtl {}
-unsafe impl Sync for SharedCtl {}
+// SAFETY: T holds only atomics (ZeroInit); the mapping lives as long as the Shared.
+unsafe impl<T: ZeroInit> Send for Shared<T> {}
+unsafe impl<T: ZeroInit> Sync for Shared<T> {}
 
-impl SharedCtl {
+/// The team's control block.
+pub type SharedCtl = Shared<Ctl>;
+
+impl<T: ZeroInit> Shared<T> {
     pub fn new() -> Result<Self> {
         // SAFETY: plain syscalls on a fresh fd.
         let fd = unsafe { libc::memfd_create(c"lab-bench-ctl".as_ptr(), libc::MFD_CLOEXEC) };
@@ -70,22 +84,22 @@ impl SharedCtl {
         }
         // SAFETY: fd was just created and is owned here.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let len = std::mem::size_of::<Ctl>();
+        let len = std::mem::size_of::<T>();
         // SAFETY: fd is valid.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("ftruncate of the control block");
+            return Err(std::io::Error::last_os_error()).context("ftruncate of a shared block");
         }
         Self::map(fd)
     }
 
-    /// Maps a control block inherited as `fd` (worker processes).
+    /// Maps a block inherited as `fd` (worker processes).
     pub fn from_fd(fd: OwnedFd) -> Result<Self> {
         Self::map(fd)
     }
 
     fn map(fd: OwnedFd) -> Result<Self> {
-        let len = std::mem::size_of::<Ctl>();
-        // SAFETY: a shared mapping of a file at least `len` long; zero pages are a valid Ctl.
+        let len = std::mem::size_of::<T>();
+        // SAFETY: a shared mapping of a file at least `len` long; zero pages are a valid T.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -97,9 +111,9 @@ impl SharedCtl {
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error()).context("mmap of the control block");
+            return Err(std::io::Error::last_os_error()).context("mmap of a shared block");
         }
-        Ok(SharedCtl {
+        Ok(Shared {
             ptr: ptr.cast(),
             fd,
         })
@@ -110,18 +124,18 @@ impl SharedCtl {
     }
 }
 
-impl Deref for SharedCtl {
-    type Target = Ctl;
-    fn deref(&self) -> &Ctl {
+impl<T: ZeroInit> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
         // SAFETY: mapped in new()/from_fd() and unmapped only in drop.
         unsafe { &*self.ptr }
     }
 }
 
-impl Drop for SharedCtl {
+impl<T: ZeroInit> Drop for Shared<T> {
     fn drop(&mut self) {
         // SAFETY: the mapping made in map().
-        unsafe { libc::munmap(self.ptr.cast(), std::mem::size_of::<Ctl>()) };
+        unsafe { libc::munmap(self.ptr.cast(), std::mem::size_of::<T>()) };
     }
 }
 

@@ -1,5 +1,7 @@
 //! The measurement window of time-based workloads: release the team, let it warm up, read
 //! every task's counters at both edges of the window, sample the rate in between, and stop.
+//! As a part of a composite ([`RunConfig::gate`]) the controller of the composite releases the
+//! team and opens and closes the window, for all parts at once.
 //!
 //! Workloads that do a fixed amount of work (messaging, the external tools) time themselves
 //! and do not use this.
@@ -7,7 +9,7 @@
 use super::RunConfig;
 use super::team::{PHASE_DONE, PHASE_MEASURE, Team};
 use crate::bench::counters::{Counters, Snapshot};
-use anyhow::Result;
+use anyhow::{Result, bail};
 use std::time::{Duration, Instant};
 
 /// How often a sleep of the controller checks for an interrupt.
@@ -28,15 +30,16 @@ pub struct Window {
     pub interrupted: bool,
 }
 
-/// Sleeps `d` in small steps; false when the bench was interrupted.
-fn sleep_checked(d: Duration) -> bool {
+/// Sleeps `d` in small steps, or until a composite's window is closed; false when the run is
+/// to stop (interrupted, or the composite stopped).
+fn sleep_checked(d: Duration, rc: &RunConfig) -> bool {
     let end = Instant::now() + d;
     loop {
-        if crate::bench::interrupted() {
+        if rc.stopping() {
             return false;
         }
         let now = Instant::now();
-        if now >= end {
+        if now >= end || rc.gate.as_ref().is_some_and(|g| g.window_over()) {
             return true;
         }
         std::thread::sleep((end - now).min(INTERRUPT_POLL));
@@ -51,8 +54,19 @@ pub fn timed_window(
     rc: &RunConfig,
     op_slots: &[usize],
 ) -> Result<Window> {
-    team.go();
-    let mut interrupted = !sleep_checked(rc.warmup);
+    let mut interrupted = match &rc.gate {
+        None => {
+            team.go();
+            !sleep_checked(rc.warmup, rc)
+        }
+        Some(g) => {
+            g.ready()?;
+            team.go();
+            g.warm();
+            g.wait_window()?;
+            false
+        }
+    };
     let s0 = Snapshot::take(tasks);
     let o0 = team.ops_each();
     let t0 = Instant::now();
@@ -60,9 +74,16 @@ pub fn timed_window(
     let step = (rc.window / SAMPLES_PER_WINDOW).min(MAX_SAMPLE_STEP);
     let mut samples = Vec::new();
     let mut last = (t0, team.ops(op_slots.iter().copied()));
-    while !interrupted && t0.elapsed() < rc.window {
-        let left = rc.window.saturating_sub(t0.elapsed());
-        interrupted = !sleep_checked(step.min(left));
+    let over = || match &rc.gate {
+        None => t0.elapsed() >= rc.window,
+        Some(g) => g.window_over(),
+    };
+    while !interrupted && !over() {
+        let left = match &rc.gate {
+            None => rc.window.saturating_sub(t0.elapsed()),
+            Some(_) => step,
+        };
+        interrupted = !sleep_checked(step.min(left), rc);
         let now = (Instant::now(), team.ops(op_slots.iter().copied()));
         let dt = (now.0 - last.0).as_secs_f64();
         if dt > 0.0 && !interrupted {
@@ -75,6 +96,9 @@ pub fn timed_window(
     let elapsed_s = t0.elapsed().as_secs_f64();
     let s1 = Snapshot::take(tasks);
     team.finish(STOP_TIMEOUT)?;
+    if rc.gate.as_ref().is_some_and(|g| g.aborted()) {
+        bail!(super::gate::ABORTED);
+    }
     Ok(Window {
         elapsed_s,
         ops: o1.iter().zip(&o0).map(|(b, a)| b - a).collect(),
