@@ -60,7 +60,7 @@ row_input() {
 	scx_eevdf_lab bench nope
 	scx_eevdf_lab bench eevdf:NO_SUCH lab
 	scx_eevdf_lab bench eevdf,base_slice_ns=10
-	scx_eevdf_lab bench lab,cgroup_mode=smp
+	scx_eevdf_lab bench lab,cgroup_mode=flat
 	scx_eevdf_lab bench lab,preempt=sometimes
 	scx_eevdf_lab bench scx:
 	scx_eevdf_lab bench eevdf eevdf
