@@ -83,7 +83,8 @@ pub enum Cmd {
         /// Tokens in the kernel's syntax: NAME turns a feature on, NO_NAME off.
         tokens: Vec<String>,
     },
-    /// Print the running scheduler's tunables (all, or one by name).
+    /// Print the running scheduler's tunables (all as NAME=VALUE, or one by name as the kernel's
+    /// debugfs file shows it: `get cgroup_mode` prints `up smp (concur) max tasks`).
     #[command(after_long_help = tunables_help())]
     Get { name: Option<String> },
     /// Change tunables of the running scheduler live (NAME=VALUE ...; all or nothing).
@@ -331,7 +332,7 @@ fn cmd_get(name: Option<&str>) -> Result<()> {
     }
     let k = Control::open()?.read()?;
     match name {
-        Some(n) => match k.tunables.show(n) {
+        Some(n) => match k.tunables.listing(n) {
             Some(v) => println!("{v}"),
             None => bail!("the running scheduler has no tunable {n:?}"),
         },

@@ -461,6 +461,26 @@ impl Tunable {
         }
     }
 
+    /// `v` as the kernel's debugfs file shows it: a plain number, or for a tunable with
+    /// choices every choice with the one in effect in parentheses (`up smp (concur) max tasks`).
+    pub fn listing(&self, v: u64) -> String {
+        if self.choices.is_empty() {
+            return v.to_string();
+        }
+        self.choices
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i as u64 == v {
+                    format!("({c})")
+                } else {
+                    (*c).to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The value of the choice `word` (the kernel's spelling), None for any other word.
     pub fn choice(&self, word: &str) -> Option<u64> {
         self.choices
@@ -620,6 +640,11 @@ impl Tunables {
         Some(find_tunable(name)?.show(self.get(name)?))
     }
 
+    /// `name`'s value as the kernel's debugfs file shows it ([`Tunable::listing`]).
+    pub fn listing(&self, name: &str) -> Option<String> {
+        Some(find_tunable(name)?.listing(self.get(name)?))
+    }
+
     /// Applies `name=value` assignments, all or nothing. `ncpus` is needed to re-derive the
     /// normalized slice when tunable_scaling is written (as the kernel's sched_update_scaling()).
     pub fn apply<S: AsRef<str>>(&self, assignments: &[S], ncpus: u64) -> Result<Tunables> {
@@ -711,6 +736,27 @@ mod tests {
         NO_PARANOID_AVG WAKEUP_PREEMPTION HRTICK HRTICK_DL NONTASK_CAPACITY TTWU_QUEUE SIS_UTIL \
         NO_WARN_DOUBLE_CLOCK NO_RT_PUSH_IPI NO_RT_RUNTIME_SHARE NO_LB_MIN ATTACH_AGE_LOAD WA_IDLE \
         WA_WEIGHT WA_BIAS UTIL_EST NO_LATENCY_WARN NI_RANDOM NI_RATE ";
+
+    /// One tunable reads back as its kernel file does: a number, or every choice with the one
+    /// in effect in parentheses.
+    #[test]
+    fn a_tunable_reads_as_its_kernel_file() {
+        let t = Tunables::defaults(4);
+        assert_eq!(
+            t.listing("cgroup_mode").unwrap(),
+            "up smp (concur) max tasks"
+        );
+        assert_eq!(t.listing("preempt").unwrap(), "none voluntary (full) lazy");
+        let v = t
+            .apply(&["cgroup_mode=up", "base_slice_ns=3000000"], 4)
+            .unwrap();
+        assert_eq!(
+            v.listing("cgroup_mode").unwrap(),
+            "(up) smp concur max tasks"
+        );
+        assert_eq!(v.listing("base_slice_ns").unwrap(), "3000000");
+        assert_eq!(t.listing("nope"), None);
+    }
 
     /// `preempt` takes the kernel's words, shows them back, and refuses anything else.
     #[test]

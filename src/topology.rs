@@ -164,9 +164,22 @@ impl Topo {
         Ok(t)
     }
 
-    /// The running machine's topology.
+    /// The running machine's topology. A CPU going offline while sysfs is read takes its files
+    /// away under the reader: the read is tried again (10 times, 50 ms apart) before that is an
+    /// error.
     pub fn detect() -> Result<Topo> {
-        let topo = scx_utils::Topology::new()?;
+        let mut tries = 1;
+        let topo = loop {
+            match scx_utils::Topology::new() {
+                Ok(t) => break t,
+                Err(e) if tries < 10 => {
+                    log::debug!("reading the CPU topology again (try {tries}): {e:#}");
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e.context(format!("after {tries} tries"))),
+            }
+        };
         let nr = libbpf_rs::num_possible_cpus()?;
         let cpus: Vec<CpuIds> = topo
             .all_cpus
