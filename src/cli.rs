@@ -83,10 +83,15 @@ pub enum Cmd {
         /// Tokens in the kernel's syntax: NAME turns a feature on, NO_NAME off.
         tokens: Vec<String>,
     },
-    /// Print the running scheduler's tunables (all as NAME=VALUE, or one by name as the kernel's
-    /// debugfs file shows it: `get cgroup_mode` prints `up smp (concur) max tasks`).
+    /// Print the running scheduler's tunables (all as NAME=VALUE, or the value of one).
     #[command(after_long_help = tunables_help())]
-    Get { name: Option<String> },
+    Get {
+        name: Option<String>,
+        /// With NAME: print it as the kernel's debugfs file does, a tunable with choices as
+        /// every choice with the one in effect in parentheses (`up smp (concur) max tasks`).
+        #[arg(long, requires = "name")]
+        choices: bool,
+    },
     /// Change tunables of the running scheduler live (NAME=VALUE ...; all or nothing).
     #[command(after_long_help = tunables_help())]
     Set {
@@ -200,7 +205,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Cmd::Monitor(args)) => monitor(&args)?,
         Some(Cmd::Features { tokens }) => cmd_features(&tokens)?,
-        Some(Cmd::Get { name }) => cmd_get(name.as_deref())?,
+        Some(Cmd::Get { name, choices }) => cmd_get(name.as_deref(), choices)?,
         Some(Cmd::Set { assignments }) => cmd_set(&assignments)?,
         Some(Cmd::Bench(args)) => return crate::bench::run(*args),
         Some(Cmd::Restore) => cmd_restore()?,
@@ -321,7 +326,7 @@ fn cmd_restore() -> Result<()> {
     Ok(())
 }
 
-fn cmd_get(name: Option<&str>) -> Result<()> {
+fn cmd_get(name: Option<&str>, choices: bool) -> Result<()> {
     if let Some(n) = name
         && !features::TUNABLES.iter().any(|t| t.name == n)
     {
@@ -332,7 +337,11 @@ fn cmd_get(name: Option<&str>) -> Result<()> {
     }
     let k = Control::open()?.read()?;
     match name {
-        Some(n) => match k.tunables.listing(n) {
+        Some(n) => match if choices {
+            k.tunables.listing(n)
+        } else {
+            k.tunables.show(n)
+        } {
             Some(v) => println!("{v}"),
             None => bail!("the running scheduler has no tunable {n:?}"),
         },

@@ -74,8 +74,9 @@ while [ $i -lt "$ROUNDS" ]; do
 done
 [ -z "$bad" ] || fail "writes refused:$bad"
 last=$(eval echo "\${$(((ROUNDS - 1) % 5 + 1))}")
-check "get cgroup_mode shows the modes as the kernel's file ($last in effect)" \
-	[ "$(scx_eevdf_lab get cgroup_mode)" = "$(echo "up smp concur max tasks" | sed "s/$last/($last)/")" ]
+check "get cgroup_mode is $last" [ "$(scx_eevdf_lab get cgroup_mode)" = "$last" ]
+check "get cgroup_mode --choices shows the modes as the kernel's file does" \
+	[ "$(scx_eevdf_lab get cgroup_mode --choices)" = "$(echo "up smp concur max tasks" | sed "s/$last/($last)/")" ]
 wait $stress || fail "stress-ng failed"
 a=$(counters cgroup_init cgroup_exit cgroup_move cgroup_flattened)
 note "$ROUNDS rounds: groups made $(delta "$b" "$a" 1), gone $(delta "$b" "$a" 2), task moves $(delta "$b" "$a" 3), counted as their parent $(delta "$b" "$a" 4)"
