@@ -162,26 +162,25 @@ impl KnobSnapshot {
     /// The kernel's cgroup mode (`cgroup_mode`'s value), None on a kernel without the knob
     /// (before 7.3, whose group shares are smp's).
     pub fn cgroup_mode(&self) -> Result<Option<u64>> {
-        let Some(raw) = self.files.get("cgroup_mode") else {
-            return Ok(None);
-        };
-        let t = features::find_tunable("cgroup_mode").context("no cgroup_mode tunable")?;
-        match t.choice(&selected_choice(raw)) {
-            Some(v) => Ok(Some(v)),
-            None => bail!("cgroup_mode: unexpected content {raw:?}"),
-        }
+        self.choice_file("cgroup_mode")
     }
 
     /// The kernel's preemption model (`preempt`'s value), None on a kernel without
     /// PREEMPT_DYNAMIC (no such file).
     pub fn preempt(&self) -> Result<Option<u64>> {
-        let Some(raw) = self.files.get("preempt") else {
+        self.choice_file("preempt")
+    }
+
+    /// The value of the multi-choice file `name` (the tunable of the same name), None when the
+    /// kernel has no such file.
+    fn choice_file(&self, name: &str) -> Result<Option<u64>> {
+        let Some(raw) = self.files.get(name) else {
             return Ok(None);
         };
-        let t = features::find_tunable("preempt").context("no preempt tunable")?;
+        let t = features::find_tunable(name).with_context(|| format!("no {name} tunable"))?;
         match t.choice(&selected_choice(raw)) {
             Some(v) => Ok(Some(v)),
-            None => bail!("preempt: unexpected content {raw:?}"),
+            None => bail!("{name}: unexpected content {raw:?}"),
         }
     }
 }
