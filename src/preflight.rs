@@ -83,6 +83,10 @@ pub const NEEDS: &[Need] = &[
         "an ops flag the scheduler sets",
     ),
     need(
+        Probe::Enum("scx_ops_flags", "SCX_OPS_ENQ_LAST"),
+        "the running task put back when nothing else runs (held when its group is throttled)",
+    ),
+    need(
         Probe::Enum("scx_ops_flags", "SCX_OPS_KEEP_BUILTIN_IDLE"),
         "the built-in idle masks beside ops.update_idle",
     ),
@@ -118,6 +122,7 @@ pub const NEEDS: &[Need] = &[
     op("cgroup_move"),
     op("cgroup_set_weight"),
     op("cgroup_set_idle"),
+    op("cgroup_set_bandwidth"),
     need(
         Probe::Kfunc("scx_bpf_pick_idle_cpu"),
         "an idle CPU for tasks moved off a CPU taken by a higher class or going offline",

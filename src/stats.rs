@@ -226,6 +226,18 @@ pub struct Metrics {
     pub cgroup_move: u64,
     #[stat(desc = "cgroups counted as their parent (deeper than the lab follows, or no room)")]
     pub cgroup_flattened: u64,
+    #[stat(desc = "bandwidth period turn-overs of groups with a cpu.max quota")]
+    pub bw_period: u64,
+    #[stat(desc = "group queues throttled: out of runtime with the group's pool dry")]
+    pub bw_throttle: u64,
+    #[stat(desc = "group queues unthrottled by a period's refill")]
+    pub bw_unthrottle: u64,
+    #[stat(desc = "tasks of throttled group queues held off the queue")]
+    pub limbo_held: u64,
+    #[stat(desc = "held tasks that rejoined the queue")]
+    pub limbo_released: u64,
+    #[stat(desc = "held tasks let out while still throttled (watchdog guard, CPU going offline)")]
+    pub limbo_forced: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -375,6 +387,12 @@ pub const COUNTERS: &[&str] = &[
     "cgroup_exit",
     "cgroup_move",
     "cgroup_flattened",
+    "bw_period",
+    "bw_throttle",
+    "bw_unthrottle",
+    "limbo_held",
+    "limbo_released",
+    "limbo_forced",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -562,6 +580,16 @@ impl Metrics {
             self.cgroup_exit,
             self.cgroup_flattened,
             self.cgroup_move
+        )?;
+        writeln!(
+            w,
+            "cpu.max periods {} throttled {} unthrottled {} | held {} rejoined {} let out {}",
+            self.bw_period,
+            self.bw_throttle,
+            self.bw_unthrottle,
+            self.limbo_held,
+            self.limbo_released,
+            self.limbo_forced
         )?;
         writeln!(
             w,

@@ -140,6 +140,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_cgroup_init, struct cgroup *cgrp, struct scx_cg
 	tg->shares = idle ? LAB_IDLE_SHARES : lab_shares_from_cgroup(args->weight);
 	lab_tg_gq[idx & (LAB_MAX_TGS - 1)] = q;
 	WRITE_ONCE(tg->cgid, cgrp->kn->id);
+	/* Its cpu.max, if the kernel passes it (6.17+). */
+	if (bpf_core_field_exists(args->bw_quota_us))
+		tg_set_cfs_bandwidth(idx, args->bw_period_us, args->bw_quota_us, args->bw_burst_us);
 	__sync_fetch_and_add(&lab_tgs_used, 1);
 	*slot = idx;
 	stat_inc(LAB_ST_CGROUP_INIT);
@@ -156,6 +159,10 @@ void BPF_STRUCT_OPS_SLEEPABLE(lab_cgroup_exit, struct cgroup *cgrp)
 	if (!tg || tg->cgid != cgrp->kn->id)
 		return;
 	stat_inc(LAB_ST_CGROUP_EXIT);
+	if (tg->bw_quota) {
+		tg->bw_quota = 0;
+		__sync_fetch_and_sub(&lab_bw_groups, 1);
+	}
 	q = lab_tg_gq[idx & (LAB_MAX_TGS - 1)];
 	lab_tg_gq[idx & (LAB_MAX_TGS - 1)] = NULL;
 	WRITE_ONCE(tg->cgid, 0);
@@ -237,6 +244,14 @@ void BPF_STRUCT_OPS(lab_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 		return;
 	tg->idle = idle;
 	WRITE_ONCE(tg->shares, idle ? LAB_IDLE_SHARES : LAB_NICE_0_LOAD_HR);
+}
+
+/* ops.cgroup_set_bandwidth: cpu.max (and cpu.max.burst) written (tg_set_cfs_bandwidth()). */
+void BPF_STRUCT_OPS(lab_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us, u64 quota_us,
+		    u64 burst_us)
+{
+	if (tg_set_cfs_bandwidth(cgroup_tg(cgrp), period_us, quota_us, burst_us))
+		bw_release_all();
 }
 
 #endif /* __LAB_CGROUP_BPF_H */

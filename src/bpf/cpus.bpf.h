@@ -112,6 +112,13 @@ void BPF_STRUCT_OPS(lab_cpu_offline, s32 cpu)
 	u32 i, n;
 
 	stat_inc(LAB_ST_CPU_OFFLINE);
+	/* Held tasks rejoin the queue first, throttled or not, and move with the rest. */
+	bpf_for(i, 0, LAB_OFFLINE_MOVES / LAB_LIMBO_BATCH) {
+		struct lab_rq *rq = rq_get(cpu);
+
+		if (!rq || !READ_ONCE(rq->nr_limbo) || !lab_limbo_release(cpu, 1))
+			break;
+	}
 	if (READ_ONCE(lab_nr_cpus_online) > 1)
 		__sync_fetch_and_sub(&lab_nr_cpus_online, 1);
 	lab_rq_set(cpu, LAB_RQ_OFFLINE, 1);

@@ -28,14 +28,19 @@ static __always_inline void dump_groups(s32 nr)
 		scx_bpf_dump("group %u cgroup=%llu parent=%u weight=%u%s shares=%llu load_avg=%lld runnable_avg=%lld\n",
 			     i, tg->cgid, tg->parent, tg->weight, tg->idle ? " idle" : "", tg->shares,
 			     tg->load_avg, tg->runnable_avg);
+		if (tg->bw_quota)
+			scx_bpf_dump("  cpu.max quota=%llu period=%llu burst=%llu pool=%lld throttled=%lld (%llu times, %llu periods)\n",
+				     tg->bw_quota, tg->bw_period, tg->bw_burst, tg->bw_runtime,
+				     tg->bw_throttled_now, tg->bw_nr_throttled, tg->bw_nr_periods);
 		bpf_for(cpu, 0, nr) {
 			struct lab_gq *gq = gq_get(i, cpu);
 
-			if (!gq || (!gq->load_weight && !gq->avg.load_avg))
+			if (!gq || (!gq->load_weight && !gq->avg.load_avg && !gq->throttled))
 				continue;
-			scx_bpf_dump("  cpu%d load=%llu runnable=%u se_weight=%llu load_avg=%llu runnable_avg=%llu\n",
+			scx_bpf_dump("  cpu%d load=%llu runnable=%u se_weight=%llu load_avg=%llu runnable_avg=%llu runtime=%lld%s\n",
 				     cpu, gq->load_weight, gq->h_nr_runnable, gq->se_weight,
-				     gq->avg.load_avg, gq->avg.runnable_avg);
+				     gq->avg.load_avg, gq->avg.runnable_avg, gq->runtime_remaining,
+				     gq->throttled ? " throttled" : "");
 		}
 	}
 }
@@ -61,6 +66,8 @@ void BPF_STRUCT_OPS(lab_dump, struct scx_dump_ctx *dctx)
 		if (!rq || cpu >= LAB_MAX_CPUS)
 			break;
 		cfs = &rq->cfs;
+		if (rq->nr_limbo)
+			scx_bpf_dump("cpu%d held=%u (tasks of throttled groups)\n", cpu, rq->nr_limbo);
 		if (!cfs->nr_queued)
 			continue;
 		curr = cfs->curr ? SE(pool, cfs->curr) : NULL;

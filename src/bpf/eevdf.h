@@ -43,6 +43,12 @@ struct lab_rq {
 	 * register: a count carried from one iteration to the next would keep the BPF verifier
 	 * from seeing the scan converge. */
 	u32 pull_found;
+	/* Tasks of throttled groups held off the queue (bandwidth.bpf.h): a list of slots, oldest
+	 * first, and whether some of them may rejoin (a refill unthrottled a group here). */
+	u32 limbo_head;
+	u32 limbo_tail;
+	u32 nr_limbo;
+	u32 limbo_release;
 } __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

@@ -102,6 +102,14 @@ struct lab_se {
 	u32 load_w;		/* se->load.weight scaled down: the nice-table weight, which the load
 				 * averages and the groups' queues count */
 	u32 tg;			/* the task's group (group.h; 0 = the root group) */
+	u32 limbo_next;		/* the CPU's limbo list of tasks of throttled groups (bandwidth.bpf.h): */
+	u32 limbo_prev;		/* ... slots, 0 = none */
+	u16 limbo_cpu;		/* the CPU whose limbo list holds it, while limbo is set */
+	u8 limbo;		/* held off the queue: its group is throttled there (cpu.max) */
+	u8 bw_exempt;		/* let out of the limbo by the watchdog guard or a CPU going offline:
+				 * not held again until it has run */
+	u32 pad_limbo;
+	u64 limbo_since;	/* when it was held (ns) */
 	u64 h_load;		/* se->h_load.weight (7.3), full resolution: the effective weight */
 	u64 h_next;		/* the effective weight a full walk of its groups computed before the
 				 * queue's lock for the operation h_next_op (BPF; see group_h()) */

@@ -52,6 +52,16 @@ struct lab_tg {
 	u32 level;		/* 1 for a child of the root */
 	u32 idle;		/* cpu.idle */
 	u32 weight;		/* cpu.weight as written (1..10000), for display */
+	/* cpu.max (bandwidth.h; struct cfs_bandwidth) */
+	u64 bw_quota;		/* ns per period; 0: no limit (RUNTIME_INF) */
+	u64 bw_period;		/* ns */
+	u64 bw_burst;		/* ns the pool may hold above the quota */
+	s64 bw_runtime;		/* cfs_b->runtime: the pool, >= 0 */
+	u32 bw_idle;		/* cfs_b->idle: no runtime taken since the last period turn-over */
+	u32 bw_gen;		/* bumped by each cpu.max write: every queue starts afresh */
+	u64 bw_nr_periods;	/* cpu.stat nr_periods: turn-overs with the group active */
+	u64 bw_nr_throttled;	/* cpu.stat nr_throttled: queues throttled */
+	s64 bw_throttled_now;	/* queues throttled at present */
 };
 
 /* A group's queue on one CPU (the group's cfs_rq there), and its entity in the parent's. */
@@ -65,6 +75,9 @@ struct lab_gq {
 	s64 tg_load_avg_contrib;	/* what this CPU last added to tg->load_avg */
 	s64 tg_runnable_avg_contrib;	/* ... and to tg->runnable_avg */
 	u64 last_update_tg_load_avg;	/* when it last did (ns) */
+	s64 runtime_remaining;	/* cfs_rq->runtime_remaining (bandwidth.h) */
+	u32 throttled;		/* cfs_rq->throttled */
+	u32 bw_gen;		/* the group's bw_gen this queue's runtime belongs to */
 };
 
 #ifdef LAB_HOST

@@ -300,3 +300,10 @@ void host_groups_reset(void)
 	lab_host_nr_cpus_online = LAB_HOST_CPUS;
 }
 void host_group_runnable_delta(u32 tg, u32 cpu, int delta) { group_runnable_delta(tg, cpu, delta); }
+
+/* CPU bandwidth (bandwidth.h). */
+bool host_bw_account_walk(u32 tg, u32 cpu, u64 delta, u64 *st) { return bw_account_walk(tg, cpu, delta, st); }
+bool host_bw_throttled_walk(u32 tg, u32 cpu, u64 *st) { return bw_throttled_walk(tg, cpu, st); }
+void host_bw_return_walk(u32 tg, u32 cpu) { bw_return_walk(tg, cpu); }
+void host_refill_cfs_bandwidth_runtime(struct lab_tg *tg) { refill_cfs_bandwidth_runtime(tg); }
+bool host_throttled_hierarchy(u32 tg, u32 cpu) { return throttled_hierarchy(tg, cpu); }

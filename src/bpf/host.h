@@ -114,4 +114,11 @@ void host_entity_tick_group(struct lab_cfs *cfs, struct lab_pool *pool, const st
 void host_groups_reset(void);
 void host_group_runnable_delta(u32 tg, u32 cpu, int delta);
 
+/* CPU bandwidth (bandwidth.h) over the host tests' groups. */
+bool host_bw_account_walk(u32 tg, u32 cpu, u64 delta, u64 *st);
+bool host_bw_throttled_walk(u32 tg, u32 cpu, u64 *st);
+void host_bw_return_walk(u32 tg, u32 cpu);
+void host_refill_cfs_bandwidth_runtime(struct lab_tg *tg);
+bool host_throttled_hierarchy(u32 tg, u32 cpu);
+
 #endif

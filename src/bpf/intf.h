@@ -182,6 +182,12 @@ enum lab_stat {
 	LAB_ST_CGROUP_EXIT,		/* groups gone with their cgroup (ops.cgroup_exit) */
 	LAB_ST_CGROUP_MOVE,		/* tasks moved between cgroups (ops.cgroup_move) */
 	LAB_ST_CGROUP_FLATTENED,	/* cgroups counted as their parent (too deep, or no room) */
+	LAB_ST_BW_PERIOD,		/* bandwidth period turn-overs of active groups (cpu.max) */
+	LAB_ST_BW_THROTTLE,		/* group queues throttled: out of runtime, the pool dry */
+	LAB_ST_BW_UNTHROTTLE,		/* ... unthrottled by a refill */
+	LAB_ST_LIMBO_HELD,		/* tasks of throttled queues held off the queue */
+	LAB_ST_LIMBO_RELEASED,		/* ... that rejoined it */
+	LAB_ST_LIMBO_FORCED,		/* ... let out still throttled (watchdog guard, CPU offline) */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */

@@ -128,6 +128,8 @@ struct task_ctx {
 	u8 repick;		/* LAB_REPICK_*: lab_enqueue_task() left its pick to lab_enqueue_repick() */
 	u8 pad[2];
 	u32 repick_curr;	/* the running entity that pick is to judge the wakee against */
+	u32 pad_bw;
+	u64 bw_exec;		/* its sum_exec_runtime already charged to its groups' cpu.max */
 };
 
 /* task_ctx.prio_changed: the weight changed; ... and it got lower (the priority worse). */
@@ -289,6 +291,7 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
 #include "slots.bpf.h"
 #include "select.bpf.h"
 #include "balance.bpf.h"
+#include "bandwidth.bpf.h"
 #include "cgroup.bpf.h"
 #include "dump.bpf.h"
 #include "cpus.bpf.h"
@@ -342,6 +345,9 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	cpu = select_task_rq_fair(p, tc, prev_cpu, wake_flags, now);
 	if (!tc->select_idle || se->on_rq || cpu_offline(cpu))
 		return cpu;
+	/* A group throttled there: ops.enqueue holds the task (no insert from here). */
+	if (se->tg && bw_enabled() && throttled_hierarchy(se->tg, cpu))
+		return cpu;
 	/* enqueue_task_fair() on the idle CPU, whose next pick is this task. */
 	wk = LAB_WK_IF_IDLE | LAB_WK_INSERT;
 	if (wake_flags & SCX_WAKE_FORK)
@@ -369,6 +375,8 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	u32 wk = LAB_WK_INSERT;
+	lab_pool_t *pool;
+	struct lab_rq *rq;
 	long ret;
 
 	if (!tc) {
@@ -410,6 +418,16 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
+	/* enqueue_throttled_task(): a task of a group throttled here waits in the limbo list; so
+	 * does the running task put back (SCX_ENQ_LAST: nothing else was found to run), whose
+	 * return to user space fair.c would throttle. The CPU then decides again if others wait. */
+	if (bw_enabled() && (pool = pool_get()) && bw_hold(SE(pool, tc->slot), cpu)) {
+		limbo_hold(p, tc->slot, cpu);
+		if ((rq = rq_get(cpu)) && READ_ONCE(rq->cfs.nr_queued))
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+
 	ret = enqueue_task(tc, cpu, wk, task_custom_slice(p), LAB_WK_ALL);
 	switch (ret) {
 	case LAB_ENQ_KICK:
@@ -429,6 +447,9 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		slot_ref_set(tc->slot, p);
 		if (ret > 0)
 			hrtick_update(cpu, ret);
+		/* The CPU is about to go idle (SCX_ENQ_LAST): it decides again. */
+		if (enq_flags & SCX_ENQ_LAST)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	}
 }
 
@@ -444,6 +465,8 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 	if (!tc)
 		return;
 	slot_ref_drop(tc->slot);
+	if (bw_enabled())
+		lab_limbo_unlink(tc->slot);
 	if (deq_flags & SCX_DEQ_SCHED_CHANGE)
 		lab_leave(tc->slot, scx_bpf_now(), 0);
 }
@@ -496,6 +519,7 @@ static __always_inline void dispatch_rehome(struct task_struct *t, u32 slot, s32
 void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct lab_rq *rq = rq_get(cpu);
+	struct task_ctx *tc;
 	struct task_struct *t;
 	s32 prev_pid = 0;
 	u64 total = 0;
@@ -504,6 +528,8 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (!rq)
 		return;
+	/* Held tasks that a refill lets out rejoin first. */
+	limbo_release_pending(cpu, rq);
 	/* An empty queue has nothing to pick (a running prev of ours would still be queued). */
 	if (!READ_ONCE(rq->cfs.nr_queued))
 		goto newidle;
@@ -514,6 +540,9 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	bpf_for(i, 0, LAB_DISPATCH_PICKS) {
 		slot = lab_dispatch_pick(cpu, total, prev_pid, scx_bpf_now());
 		if (slot == LAB_PICK_KEEP && prev) {
+			/* A throttled prev is not kept: ops.enqueue holds it (SCX_ENQ_LAST). */
+			if (bw_enabled() && (tc = tctx_get(prev)) && bw_hold(SE(pool_get(), tc->slot), cpu))
+				return;
 			scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
 			return;
 		}
@@ -530,6 +559,13 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 			/* The task is gone: its entity leaves the queue. */
 			stat_inc(LAB_ST_DISPATCH_MISS);
 			lab_leave(slot, scx_bpf_now(), 0);
+			continue;
+		}
+		/* pick_task_fair() chose a task whose group is throttled here: it is held instead
+		 * of run (fair.c runs it to its return to user space, which then holds it). */
+		if (bw_enabled() && bw_hold(SE(pool_get(), slot), cpu)) {
+			limbo_hold(t, slot, cpu);
+			bpf_task_release(t);
 			continue;
 		}
 		if (bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
@@ -571,6 +607,9 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, 0);
 	se->migrated = 0;
+	/* cpu.max charges what it runs from here; a task let out of the limbo may be held again. */
+	tc->bw_exec = p->se.sum_exec_runtime;
+	se->bw_exempt = 0;
 	/* set_next_task_fair()'s fold of its groups' weights. */
 	if (se->tg)
 		group_prepare(se, cpu, LAB_GROUP_FOLD);
@@ -595,13 +634,18 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
  */
 void BPF_STRUCT_OPS(lab_stopping, struct task_struct *p, bool runnable)
 {
-	struct task_ctx *tc;
+	struct task_ctx *tc = NULL;
 	s32 cpu = scx_bpf_task_cpu(p);
+	lab_pool_t *pool;
 
 	hrtick_cancel(cpu);
+	/* cpu.max: charge what it ran (update_curr()'s account_cfs_rq_runtime()). */
+	if (bw_enabled() && (tc = tctx_get(p)) && (pool = pool_get()))
+		bw_charge(p, tc, SE(pool, tc->slot)->tg, cpu);
 	if (!runnable && p->on_rq != LAB_TASK_ON_RQ_MIGRATING)
 		return;
-	tc = tctx_get(p);
+	if (!tc)
+		tc = tctx_get(p);
 	if (tc)
 		lab_stop(tc->slot, cpu, p->se.sum_exec_runtime, p->pid, runnable);
 }
@@ -628,6 +672,9 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	if (p == bpf_get_current_task_btf())
 		sum = lab_max_u64(p->se.sum_exec_runtime, 1);
 	lab_dequeue_entity(tc->slot, flags, sum, p->pid, now);
+	/* return_cfs_rq_runtime() of the queues this left empty. */
+	if (bw_enabled() && SE(pool, tc->slot)->tg)
+		lab_bw_return(SE(pool, tc->slot)->tg, scx_bpf_task_cpu(p));
 }
 
 /* ops.tick: task_tick_fair(): update_curr() and its reschedule, the running entity's load
@@ -644,6 +691,12 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 
 	if (!pool || !tc || !(rq = rq_get(cpu)))
 		return;
+	/* Held tasks that a refill lets out rejoin before the tick decides. */
+	limbo_release_pending(cpu, rq);
+	/* cpu.max: a queue of its that ran dry reschedules it (resched_curr()); it is held when
+	 * put back. */
+	if (bw_enabled() && bw_charge(p, tc, SE(pool, tc->slot)->tg, cpu))
+		scx_bpf_task_set_slice(p, 0);
 	/* entity_tick() of the running task's groups. */
 	if (SE(pool, tc->slot)->tg)
 		group_prepare(SE(pool, tc->slot), cpu, LAB_GROUP_TICK);
@@ -772,6 +825,7 @@ void BPF_STRUCT_OPS(lab_disable, struct task_struct *p)
 	struct task_ctx *tc = tctx_get(p);
 
 	if (pool && tc) {
+		lab_limbo_unlink(tc->slot);
 		lab_leave(tc->slot, scx_bpf_now(), 0);
 		task_load_remove(tc);
 	}
@@ -784,6 +838,7 @@ void BPF_STRUCT_OPS(lab_exit_task, struct task_struct *p, struct scx_exit_task_a
 
 	if (!tc)
 		return;
+	lab_limbo_unlink(tc->slot);
 	lab_leave(tc->slot, scx_bpf_now(), 0);
 	task_load_remove(tc);
 	slot_release(tc);
@@ -858,6 +913,7 @@ SCX_OPS_DEFINE(lab_ops,
 	       .cgroup_move = (void *)lab_cgroup_move,
 	       .cgroup_set_weight = (void *)lab_cgroup_set_weight,
 	       .cgroup_set_idle = (void *)lab_cgroup_set_idle,
+	       .cgroup_set_bandwidth = (void *)lab_cgroup_set_bandwidth,
 	       .update_idle = (void *)lab_update_idle,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,
@@ -867,6 +923,6 @@ SCX_OPS_DEFINE(lab_ops,
 	       .init = (void *)lab_init,
 	       .exit = (void *)lab_exit,
 	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED |
-			SCX_OPS_KEEP_BUILTIN_IDLE,
+			SCX_OPS_KEEP_BUILTIN_IDLE | SCX_OPS_ENQ_LAST,
 	       .timeout_ms = LAB_WATCHDOG_MS,
 	       .name = "eevdf_lab");

@@ -15,6 +15,7 @@
 #include "rbtree.h"
 #include "pelt.h"
 #include "group.h"
+#include "bandwidth.h"
 
 /* The queue's running entity while it is queued (the kernel's "curr && curr->on_rq"). */
 LAB_INLINE lab_se_t *cfs_curr(struct lab_cfs *cfs, lab_pool_t *pool)

@@ -257,3 +257,138 @@ fn a_ghost_stays_in_its_groups_weight_but_not_in_its_runnable_count() {
     assert_eq!(gq(1, 0).load_weight, 0);
     assert_eq!(gq(1, 0).h_nr_runnable, 0);
 }
+
+// --- cpu.max (src/bpf/bandwidth.h) ------------------------------------------------------------
+
+const MS: i64 = 1_000_000;
+
+/// Group `i` with a cpu.max of `quota` ns per 100 ms and `burst`, its pool full.
+fn cap(i: u32, quota: i64, burst: i64) {
+    let t = tg(i);
+    t.bw_quota = quota as u64;
+    t.bw_period = 100 * MS as u64;
+    t.bw_burst = burst as u64;
+    t.bw_runtime = quota;
+}
+
+fn stats() -> Vec<u64> {
+    vec![0u64; lab_stat_LAB_NR_STATS as usize]
+}
+
+#[test]
+fn cpu_max_queues_draw_slices_from_the_pool_and_throttle_when_it_is_dry() {
+    let _g = groups(&[(1, 0, 100)]);
+    cap(1, 20 * MS, 0);
+    let mut st = stats();
+    let account = |ns: i64, st: &mut Vec<u64>| unsafe {
+        host_bw_account_walk(1, 0, ns as u64, st.as_mut_ptr())
+    };
+    // 1 ms run: -1 ms, then one slice (5 ms) plus the debt is taken: 6 ms.
+    assert!(!account(MS, &mut st));
+    assert_eq!(
+        (gq(1, 0).runtime_remaining, tg(1).bw_runtime),
+        (5 * MS, 14 * MS)
+    );
+    // Each 5 ms run takes another slice while the pool has one; the last takes the 4 ms left.
+    assert!(!account(5 * MS, &mut st));
+    assert!(!account(5 * MS, &mut st));
+    assert_eq!(
+        (gq(1, 0).runtime_remaining, tg(1).bw_runtime),
+        (5 * MS, 4 * MS)
+    );
+    assert!(!account(5 * MS, &mut st));
+    assert_eq!((gq(1, 0).runtime_remaining, tg(1).bw_runtime), (4 * MS, 0));
+    // 5 ms more: 1 ms in debt with the pool dry -- throttled, counted once.
+    assert!(account(5 * MS, &mut st));
+    assert!(account(MS / 2, &mut st));
+    assert_eq!(gq(1, 0).throttled, 1);
+    assert_eq!(gq(1, 0).runtime_remaining, -(3 * MS / 2));
+    assert_eq!((tg(1).bw_nr_throttled, tg(1).bw_throttled_now), (1, 1));
+    assert_eq!(st[lab_stat_LAB_ST_BW_THROTTLE as usize], 1);
+    unsafe {
+        assert!(host_throttled_hierarchy(1, 0));
+        assert!(!host_throttled_hierarchy(1, 1), "throttling is per CPU");
+        // Nothing in the pool: asking changes nothing.
+        assert!(host_bw_throttled_walk(1, 0, st.as_mut_ptr()));
+        // The period turns over: 20 ms; the queue gets its debt plus 1 ns and is unthrottled.
+        host_refill_cfs_bandwidth_runtime(tg(1));
+        assert_eq!(tg(1).bw_runtime, 20 * MS);
+        assert!(!host_bw_throttled_walk(1, 0, st.as_mut_ptr()));
+    }
+    assert_eq!(gq(1, 0).runtime_remaining, 1);
+    assert_eq!(tg(1).bw_runtime, 20 * MS - 3 * MS / 2 - 1);
+    assert_eq!((gq(1, 0).throttled, tg(1).bw_throttled_now), (0, 0));
+    assert_eq!(st[lab_stat_LAB_ST_BW_UNTHROTTLE as usize], 1);
+}
+
+#[test]
+fn cpu_max_of_a_parent_throttles_its_children() {
+    let _g = groups(&[(1, 0, 100), (2, 1, 100)]);
+    cap(1, 5 * MS, 0);
+    let mut st = stats();
+    unsafe {
+        // A task of the child runs 6 ms: the parent's queue pays, and is throttled.
+        assert!(host_bw_account_walk(2, 0, (6 * MS) as u64, st.as_mut_ptr()));
+        assert_eq!(gq(1, 0).throttled, 1);
+        assert_eq!(
+            gq(2, 0).runtime_remaining,
+            0,
+            "the child has no quota of its own"
+        );
+        assert!(host_throttled_hierarchy(2, 0));
+        assert!(host_bw_throttled_walk(2, 0, st.as_mut_ptr()));
+    }
+}
+
+#[test]
+fn cpu_max_pool_holds_at_most_quota_plus_burst() {
+    let _g = groups(&[(1, 0, 100)]);
+    cap(1, 20 * MS, 5 * MS);
+    unsafe {
+        host_refill_cfs_bandwidth_runtime(tg(1));
+        assert_eq!(tg(1).bw_runtime, 25 * MS);
+        tg(1).bw_runtime = 3 * MS;
+        host_refill_cfs_bandwidth_runtime(tg(1));
+        assert_eq!(tg(1).bw_runtime, 23 * MS);
+    }
+}
+
+#[test]
+fn cpu_max_empty_queue_returns_what_it_holds_above_1ms() {
+    let _g = groups(&[(1, 0, 100)]);
+    cap(1, 20 * MS, 0);
+    tg(1).bw_runtime = 10 * MS;
+    gq(1, 0).runtime_remaining = 5 * MS;
+    // Still queued there: it keeps its runtime.
+    gq(1, 0).load_weight = 1 << 20;
+    unsafe { host_bw_return_walk(1, 0) };
+    assert_eq!(
+        (gq(1, 0).runtime_remaining, tg(1).bw_runtime),
+        (5 * MS, 10 * MS)
+    );
+    gq(1, 0).load_weight = 0;
+    unsafe { host_bw_return_walk(1, 0) };
+    assert_eq!(
+        (gq(1, 0).runtime_remaining, tg(1).bw_runtime),
+        (MS, 14 * MS)
+    );
+}
+
+#[test]
+fn cpu_max_write_starts_every_queue_afresh() {
+    let _g = groups(&[(1, 0, 100)]);
+    cap(1, 5 * MS, 0);
+    let mut st = stats();
+    unsafe {
+        assert!(host_bw_account_walk(
+            1,
+            0,
+            (20 * MS) as u64,
+            st.as_mut_ptr()
+        ));
+        tg(1).bw_gen += 1;
+        tg(1).bw_runtime = 5 * MS;
+        assert!(!host_bw_throttled_walk(1, 0, st.as_mut_ptr()));
+    }
+    assert_eq!((gq(1, 0).throttled, gq(1, 0).runtime_remaining), (0, 0));
+}

@@ -1,7 +1,9 @@
 # Groups changed live under load. The stress smoke runs in a cgroup; busy loops run in a group
 # nesting 10 deep (past the 8 levels the lab follows: counted as their parent) and in an idle
 # one. 100 rounds, each one: the next cgroup_mode, every task of one group moved to the other, a
-# cpu.weight and a cpu.idle write, a group emptied, removed and made again with a loop moved in.
+# cpu.weight and a cpu.idle write, a group emptied, removed and made again with a loop moved in,
+# and cpu.max written on the stress's group (5 to 20 ms per 50 ms, "max" every third round) and
+# on the remade one (10 ms per 50 ms): tasks are held and let back all along.
 # The scheduler stays attached without a reload, every stressor completes, the cgroup ops are
 # counted, and once the cgroups are gone the lab holds as many groups as before.
 # lab: shared
@@ -29,6 +31,7 @@ start_lab
 seq0=$(cat $SCX/enable_seq)
 groups0=$(counters groups)
 b=$(counters cgroup_init cgroup_exit cgroup_move cgroup_flattened)
+bw0=$(counters bw_throttle limbo_held limbo_released)
 
 mkdir -p $W && echo +cpu >$W/cgroup.subtree_control || fail "cannot make $W"
 for g in a b idle e; do mkdir $W/$g || fail "mkdir $W/$g"; done
@@ -69,6 +72,9 @@ while [ $i -lt "$ROUNDS" ]; do
 	echo $roamer >$W/a/cgroup.procs && rmdir $W/e && mkdir $W/e &&
 		echo $((i % 7 * 50 + 50)) >$W/e/cpu.weight && echo $roamer >$W/e/cgroup.procs ||
 		bad="$bad remake"
+	q=$((i % 4 * 5000 + 5000))
+	[ $((i % 3)) -eq 2 ] && q=max
+	echo "$q 50000" >$W/a/cpu.max && echo "10000 50000" >$W/e/cpu.max || bad="$bad cpu.max"
 	sleep 0.2
 	i=$((i + 1))
 done
@@ -86,6 +92,9 @@ check "every remade cgroup got a group" [ "$(delta "$b" "$a" 1)" -ge "$ROUNDS" ]
 check "every removed cgroup's group went" [ "$(delta "$b" "$a" 2)" -ge "$ROUNDS" ]
 check "task moves were seen" [ "$(delta "$b" "$a" 3)" -ge "$ROUNDS" ]
 check "the levels past 8 counted as their parent" [ "$(delta "$b" "$a" 4)" -ge 2 ]
+bw1=$(counters bw_throttle limbo_held limbo_released)
+note "cpu.max: queues throttled $(delta "$bw0" "$bw1" 1), tasks held $(delta "$bw0" "$bw1" 2), let back $(delta "$bw0" "$bw1" 3)"
+check "cpu.max throttled queues and held tasks" [ "$(delta "$bw0" "$bw1" 2)" -gt 0 ]
 kill $HOGS 2>/dev/null
 wait $HOGS 2>/dev/null
 HOGS=
