@@ -9,6 +9,7 @@
 #
 # Timing boot: the shares are guest time (2 s windows: twenty 100 ms periods).
 # boot: timing
+# kernels: all
 . ./lib.sh
 
 CG=/sys/fs/cgroup
