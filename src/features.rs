@@ -280,6 +280,16 @@ pub static FEATURES: &[Feature] = &[
         "lab knob: always run CPU selection for a woken delayed task instead of requeueing it \
          on its old CPU (Mike Galbraith's 2024 MIGRATE_DELAYED experiment)"
     ),
+    feat!(
+        CPU_MAX,
+        false,
+        false,
+        Exact,
+        "lab knob: enforce cpu.max as fair.c's CFS bandwidth control does, holding the tasks of \
+         throttled groups off the queue; off by default, as sched_ext cannot see the return to \
+         user space where fair.c throttles, so a task holding a kernel lock can be held (README, \
+         \"Groups\")"
+    ),
 ];
 
 /// Looks a feature up by its name (without `NO_`).
@@ -798,7 +808,7 @@ mod tests {
             .map(|t| format!("{t} "))
             .collect::<String>();
         assert!(line.starts_with(&kernel_part), "{line}");
-        assert!(line.ends_with("NO_DELAY_WAKE_COLD NO_DELAY_REQUEUE_SELECT "));
+        assert!(line.ends_with("NO_DELAY_WAKE_COLD NO_DELAY_REQUEUE_SELECT NO_CPU_MAX "));
     }
 
     #[test]

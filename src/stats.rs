@@ -238,6 +238,8 @@ pub struct Metrics {
     pub limbo_released: u64,
     #[stat(desc = "held tasks let out while still throttled (watchdog guard, CPU going offline)")]
     pub limbo_forced: u64,
+    #[stat(desc = "tasks of throttled queues not held: preempted inside an RCU read-side section")]
+    pub limbo_rcu: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -393,6 +395,7 @@ pub const COUNTERS: &[&str] = &[
     "limbo_held",
     "limbo_released",
     "limbo_forced",
+    "limbo_rcu",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -583,13 +586,14 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "cpu.max periods {} throttled {} unthrottled {} | held {} rejoined {} let out {}",
+            "cpu.max periods {} throttled {} unthrottled {} | held {} rejoined {} let out {} in RCU {}",
             self.bw_period,
             self.bw_throttle,
             self.bw_unthrottle,
             self.limbo_held,
             self.limbo_released,
-            self.limbo_forced
+            self.limbo_forced,
+            self.limbo_rcu
         )?;
         writeln!(
             w,

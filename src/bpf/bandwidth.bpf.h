@@ -14,9 +14,15 @@
  *    at that CPU's next tick or decision each held task whose queues are no longer throttled
  *    rejoins (tg_unthrottle_up(): enqueued with its lag, no wakeup preemption).
  *
- * A held task is still runnable for sched_ext, whose watchdog kills a scheduler that leaves a
- * runnable task waiting for LAB_WATCHDOG_MS: a task held for half of that rejoins anyway and is
- * not held again until it has run (limbo_forced). A CPU going offline lets out all it holds.
+ * fair.c throttles a task on its way back to user space, never one inside the kernel; sched_ext
+ * cannot tell where a task was preempted. What would hurt most is a task preempted inside an RCU
+ * read-side section: held, it stalls every grace period (the RCU stall detector then ejects the
+ * scheduler). Such a task is not held (limbo_rcu). Other kernel resources a held task may own
+ * (a mutex) wait with it. And a held task is still runnable for sched_ext, whose watchdog kills
+ * a scheduler that leaves a runnable task waiting LAB_WATCHDOG_MS: a task that has not run for
+ * LAB_LIMBO_MAX_NS since it was first held rejoins anyway and is not held again until it has
+ * run (limbo_forced; what it runs is its group's debt). A CPU going offline lets out all it
+ * holds.
  *
  * The limbo list of a CPU, and the bandwidth state of its group queues, change only where that
  * CPU's runqueue lock is held (the tick, dispatch, and the enqueue, stop and dequeue of its
@@ -28,8 +34,9 @@
 /* Groups with a cpu.max quota: with none, nothing here runs. */
 u32 lab_bw_groups;
 
-/* How long a task may be held before it rejoins regardless: half the watchdog's timeout. */
-#define LAB_LIMBO_MAX_NS	(LAB_WATCHDOG_MS * 1000000ULL / 2)
+/* How long a task may wait without running, once held, before it rejoins regardless: a third of
+ * the watchdog's timeout, half the RCU stall detector's (21 s). */
+#define LAB_LIMBO_MAX_NS	(LAB_WATCHDOG_MS * 1000000ULL / 3)
 /* Held tasks one release lets out at most, and how far down the list it looks. */
 #define LAB_LIMBO_BATCH		8
 #define LAB_LIMBO_SCAN		64
@@ -52,9 +59,10 @@ struct {
 	__type(value, struct lab_bw_timer);
 } lab_bw_timers SEC(".maps");
 
+/* cpu.max is enforced: the lab knob CPU_MAX is on and a group has a quota. */
 static __always_inline bool bw_enabled(void)
 {
-	return READ_ONCE(lab_bw_groups) != 0;
+	return READ_ONCE(lab_bw_groups) != 0 && sched_feat(params_get(), CPU_MAX);
 }
 
 /*
@@ -222,7 +230,9 @@ __noinline int lab_limbo_link(u32 n, s32 cpu, u64 now)
 		tail = rq->limbo_tail;
 		se->limbo = 1;
 		se->limbo_cpu = cpu;
-		se->limbo_since = now;
+		/* Waiting since it was first held; ops.running starts it afresh. */
+		if (!se->limbo_since)
+			se->limbo_since = now;
 		se->limbo_next = 0;
 		se->limbo_prev = tail;
 		if (tail)
@@ -286,10 +296,27 @@ static __always_inline void limbo_hold(struct task_struct *p, u32 slot, s32 cpu)
 	stat_inc(LAB_ST_LIMBO_HELD);
 }
 
-/* Should @p (of entity @se) be held rather than join @cpu's queue? */
-static __always_inline bool bw_hold(const lab_se_t *se, s32 cpu)
+/*
+ * @p was preempted inside an RCU read-side section (preemptible RCU): rcu_note_context_switch()
+ * marked it blocked when it was switched out, until its rcu_read_unlock(). (Its nesting count
+ * would not do: a BPF program runs under rcu_read_lock(), which counts in the current task's.)
+ */
+static __always_inline bool task_in_rcu_reader(const struct task_struct *p)
 {
-	return se->tg && !se->bw_exempt && bw_enabled() && lab_bw_throttled(se->tg, cpu);
+	return bpf_core_field_exists(p->rcu_read_unlock_special) &&
+	       p->rcu_read_unlock_special.b.blocked;
+}
+
+/* Should @p (of entity @se) be held rather than join @cpu's queue? */
+static __always_inline bool bw_hold(const struct task_struct *p, const lab_se_t *se, s32 cpu)
+{
+	if (!se->tg || se->bw_exempt || !bw_enabled() || !lab_bw_throttled(se->tg, cpu))
+		return false;
+	if (task_in_rcu_reader(p)) {
+		stat_inc(LAB_ST_LIMBO_RCU);
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -358,11 +385,14 @@ __noinline int lab_limbo_release(s32 cpu, u32 force)
 	return nb;
 }
 
-/* The tick or a decision on @cpu: run the release a refill asked for. */
+/* The tick or a decision on @cpu: run the release a refill asked for; with cpu.max no longer
+ * enforced (CPU_MAX off, or no quota left), every held task rejoins. */
 static __always_inline void limbo_release_pending(s32 cpu, struct lab_rq *rq)
 {
 	if (READ_ONCE(rq->limbo_release))
-		lab_limbo_release(cpu, 0);
+		lab_limbo_release(cpu, !bw_enabled());
+	else if (READ_ONCE(rq->nr_limbo) && !bw_enabled())
+		lab_limbo_release(cpu, 1);
 }
 
 #endif /* __LAB_BANDWIDTH_BPF_H */

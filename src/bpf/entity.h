@@ -109,7 +109,7 @@ struct lab_se {
 	u8 bw_exempt;		/* let out of the limbo by the watchdog guard or a CPU going offline:
 				 * not held again until it has run */
 	u32 pad_limbo;
-	u64 limbo_since;	/* when it was held (ns) */
+	u64 limbo_since;	/* when it was first held since it last ran (ns), 0: not held since */
 	u64 h_load;		/* se->h_load.weight (7.3), full resolution: the effective weight */
 	u64 h_next;		/* the effective weight a full walk of its groups computed before the
 				 * queue's lock for the operation h_next_op (BPF; see group_h()) */

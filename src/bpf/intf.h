@@ -77,6 +77,7 @@ enum lab_feat {
 	/* lab experiment knobs (not in the kernel) */
 	LAB_FEAT_DELAY_WAKE_COLD,
 	LAB_FEAT_DELAY_REQUEUE_SELECT,
+	LAB_FEAT_CPU_MAX,
 	LAB_NR_FEATS,
 };
 
@@ -188,6 +189,7 @@ enum lab_stat {
 	LAB_ST_LIMBO_HELD,		/* tasks of throttled queues held off the queue */
 	LAB_ST_LIMBO_RELEASED,		/* ... that rejoined it */
 	LAB_ST_LIMBO_FORCED,		/* ... let out still throttled (watchdog guard, CPU offline) */
+	LAB_ST_LIMBO_RCU,		/* tasks of throttled queues not held: inside an RCU reader */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */

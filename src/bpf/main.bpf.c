@@ -421,7 +421,7 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 	/* enqueue_throttled_task(): a task of a group throttled here waits in the limbo list; so
 	 * does the running task put back (SCX_ENQ_LAST: nothing else was found to run), whose
 	 * return to user space fair.c would throttle. The CPU then decides again if others wait. */
-	if (bw_enabled() && (pool = pool_get()) && bw_hold(SE(pool, tc->slot), cpu)) {
+	if (bw_enabled() && (pool = pool_get()) && bw_hold(p, SE(pool, tc->slot), cpu)) {
 		limbo_hold(p, tc->slot, cpu);
 		if ((rq = rq_get(cpu)) && READ_ONCE(rq->cfs.nr_queued))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -457,6 +457,7 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
  * a sleep is ops.quiescent's. */
 void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 {
+	lab_pool_t *pool;
 	struct task_ctx *tc;
 
 	/* The task left our custody (a dispatch, a core-sched pick, a property change); only a
@@ -465,7 +466,8 @@ void BPF_STRUCT_OPS(lab_dequeue, struct task_struct *p, u64 deq_flags)
 	if (!tc)
 		return;
 	slot_ref_drop(tc->slot);
-	if (bw_enabled())
+	/* Held (cpu.max): off the limbo list; the next enqueue decides again. */
+	if ((pool = pool_get()) && SE(pool, tc->slot)->limbo)
 		lab_limbo_unlink(tc->slot);
 	if (deq_flags & SCX_DEQ_SCHED_CHANGE)
 		lab_leave(tc->slot, scx_bpf_now(), 0);
@@ -541,7 +543,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		slot = lab_dispatch_pick(cpu, total, prev_pid, scx_bpf_now());
 		if (slot == LAB_PICK_KEEP && prev) {
 			/* A throttled prev is not kept: ops.enqueue holds it (SCX_ENQ_LAST). */
-			if (bw_enabled() && (tc = tctx_get(prev)) && bw_hold(SE(pool_get(), tc->slot), cpu))
+			if (bw_enabled() && (tc = tctx_get(prev)) && bw_hold(prev, SE(pool_get(), tc->slot), cpu))
 				return;
 			scx_bpf_task_set_slice(prev, LAB_SLICE_NS);
 			return;
@@ -563,7 +565,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 		}
 		/* pick_task_fair() chose a task whose group is throttled here: it is held instead
 		 * of run (fair.c runs it to its return to user space, which then holds it). */
-		if (bw_enabled() && bw_hold(SE(pool_get(), slot), cpu)) {
+		if (bw_enabled() && bw_hold(t, SE(pool_get(), slot), cpu)) {
 			limbo_hold(t, slot, cpu);
 			bpf_task_release(t);
 			continue;
@@ -610,6 +612,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	/* cpu.max charges what it runs from here; a task let out of the limbo may be held again. */
 	tc->bw_exec = p->se.sum_exec_runtime;
 	se->bw_exempt = 0;
+	se->limbo_since = 0;
 	/* set_next_task_fair()'s fold of its groups' weights. */
 	if (se->tg)
 		group_prepare(se, cpu, LAB_GROUP_FOLD);

@@ -1,4 +1,5 @@
-# cpu.max and cpu.idle, the lab against the kernel in the same boot.
+# cpu.max and cpu.idle, the lab against the kernel in the same boot (cpu.max with the lab knob
+# CPU_MAX on).
 #  - cpu.max "20000 100000" on cgroup q, whose four hogs (two in each of its children q/x and
 #    q/y: a throttle above a task's own group holds it) run on every CPU: the four together
 #    get 20 % of one CPU, under the lab within 5 % (relative), as under the kernel. The lab's
@@ -82,6 +83,7 @@ run() {
 
 run /tmp/bw.kernel
 start_lab
+scx_eevdf_lab features CPU_MAX >/dev/null || fail "cannot turn CPU_MAX on"
 run /tmp/bw.lab
 check "still attached" lab_attached
 counters bw_period bw_throttle bw_unthrottle limbo_held limbo_released limbo_forced >/tmp/bw.counters

@@ -3,7 +3,7 @@
 # one. 100 rounds, each one: the next cgroup_mode, every task of one group moved to the other, a
 # cpu.weight and a cpu.idle write, a group emptied, removed and made again with a loop moved in,
 # and cpu.max written on the stress's group (5 to 20 ms per 50 ms, "max" every third round) and
-# on the remade one (10 ms per 50 ms): tasks are held and let back all along.
+# on the remade one (10 ms per 50 ms), with CPU_MAX on: tasks are held and let back all along.
 # The scheduler stays attached without a reload, every stressor completes, the cgroup ops are
 # counted, and once the cgroups are gone the lab holds as many groups as before.
 # lab: shared
@@ -28,6 +28,7 @@ trap cleanup EXIT
 grep -qw cpu $CG/cgroup.controllers || fail "no cpu controller in $CG"
 echo +cpu >$CG/cgroup.subtree_control || fail "cannot enable the cpu controller"
 start_lab
+scx_eevdf_lab features CPU_MAX >/dev/null 2>&1 || fail "cannot turn CPU_MAX on"
 seq0=$(cat $SCX/enable_seq)
 groups0=$(counters groups)
 b=$(counters cgroup_init cgroup_exit cgroup_move cgroup_flattened)
