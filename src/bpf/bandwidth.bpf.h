@@ -6,10 +6,13 @@
  * throttled queue are held in a per-CPU limbo list, off the EEVDF queue, as 7.3's task-based
  * throttling holds them on the queue's throttled_limbo_list:
  *
- *  - a task that joins a queue throttled on its CPU (a wakeup, or the running task put back) is
- *    held at once (enqueue_throttled_task(), throttle_cfs_rq_work());
+ *  - the running task put back while its queue is throttled is held (throttle_cfs_rq_work() at
+ *    its return to user space);
  *  - a task the pick chooses whose queue is throttled is held instead of run (fair.c lets it run
  *    until its return to user space, then dequeues it);
+ *  - a task that wakes into a throttled queue is held at once (fair.c does that only for a task
+ *    it had throttled before, enqueue_throttled_task(); a plain wakeup runs to its return to
+ *    user space);
  *  - the refill marks the CPUs whose queues of the group are throttled and wakes them if idle;
  *    at that CPU's next tick or decision each held task whose queues are no longer throttled
  *    rejoins (tg_unthrottle_up(): enqueued with its lag, no wakeup preemption).
@@ -322,9 +325,12 @@ static __always_inline bool bw_hold(const struct task_struct *p, const lab_se_t 
 /*
  * The release: held tasks of @cpu whose queues are no longer throttled rejoin the queue
  * (unthrottle_cfs_rq() / tg_unthrottle_up()), as do, throttled or not, those held longer than
- * LAB_LIMBO_MAX_NS, and all of them when @force (the CPU is going offline). Up to
+ * LAB_LIMBO_MAX_NS, and all of them for @force: LAB_LIMBO_OFFLINE (the CPU is going offline:
+ * let out still throttled) or LAB_LIMBO_OFF (cpu.max is no longer enforced). Up to
  * LAB_LIMBO_BATCH per call; the release stays pending while more may be due.
  */
+#define LAB_LIMBO_OFFLINE	1
+#define LAB_LIMBO_OFF		2
 __noinline int lab_limbo_release(s32 cpu, u32 force)
 {
 	lab_pool_t *pool = pool_get();
@@ -348,8 +354,9 @@ __noinline int lab_limbo_release(s32 cpu, u32 force)
 			break;
 		se = SE(pool, n);
 		next = se->limbo_next;
-		f = force || now - se->limbo_since > LAB_LIMBO_MAX_NS;
-		if (f || !lab_bw_throttled(se->tg, cpu)) {
+		f = force == LAB_LIMBO_OFFLINE ||
+		    (!force && now - se->limbo_since > LAB_LIMBO_MAX_NS);
+		if (force || f || !lab_bw_throttled(se->tg, cpu)) {
 			lab_limbo_unlink(n);
 			batch[nb & (LAB_LIMBO_BATCH - 1)] = n;
 			forced[nb & (LAB_LIMBO_BATCH - 1)] = f;
@@ -390,9 +397,9 @@ __noinline int lab_limbo_release(s32 cpu, u32 force)
 static __always_inline void limbo_release_pending(s32 cpu, struct lab_rq *rq)
 {
 	if (READ_ONCE(rq->limbo_release))
-		lab_limbo_release(cpu, !bw_enabled());
+		lab_limbo_release(cpu, bw_enabled() ? 0 : LAB_LIMBO_OFF);
 	else if (READ_ONCE(rq->nr_limbo) && !bw_enabled())
-		lab_limbo_release(cpu, 1);
+		lab_limbo_release(cpu, LAB_LIMBO_OFF);
 }
 
 #endif /* __LAB_BANDWIDTH_BPF_H */

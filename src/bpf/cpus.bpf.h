@@ -116,7 +116,7 @@ void BPF_STRUCT_OPS(lab_cpu_offline, s32 cpu)
 	bpf_for(i, 0, LAB_OFFLINE_MOVES / LAB_LIMBO_BATCH) {
 		struct lab_rq *rq = rq_get(cpu);
 
-		if (!rq || !READ_ONCE(rq->nr_limbo) || !lab_limbo_release(cpu, 1))
+		if (!rq || !READ_ONCE(rq->nr_limbo) || !lab_limbo_release(cpu, LAB_LIMBO_OFFLINE))
 			break;
 	}
 	if (READ_ONCE(lab_nr_cpus_online) > 1)

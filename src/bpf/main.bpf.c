@@ -418,9 +418,10 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	/* enqueue_throttled_task(): a task of a group throttled here waits in the limbo list; so
-	 * does the running task put back (SCX_ENQ_LAST: nothing else was found to run), whose
-	 * return to user space fair.c would throttle. The CPU then decides again if others wait. */
+	/* cpu.max (CPU_MAX): a task of a group throttled here waits in the limbo list -- the
+	 * running task put back, whose return to user space fair.c would throttle
+	 * (throttle_cfs_rq_work()), and, where fair.c would let it run to that return, a waking
+	 * one. The CPU then decides again if others wait. */
 	if (bw_enabled() && (pool = pool_get()) && bw_hold(p, SE(pool, tc->slot), cpu)) {
 		limbo_hold(p, tc->slot, cpu);
 		if ((rq = rq_get(cpu)) && READ_ONCE(rq->cfs.nr_queued))
