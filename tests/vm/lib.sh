@@ -159,3 +159,24 @@ delta() { echo "$1 $2" | awk -v i="$3" -v n="$(echo "$1" | wc -w)" '{ print $(n 
 
 # cpu_ticks PID: user + system time of a process (or thread), in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# Busy loops for the share tests. hog CPUS [CGROUP]: a busy loop on CPUS, in CGROUP under /sys/fs/cgroup
+# (empty or absent: where the caller is); its pid in HOG, and added to HOGS.
+hog() {
+	taskset -c "$1" sh -c 'while :; do :; done' &
+	HOG=$!
+	HOGS="$HOGS $HOG"
+	[ -z "${2:-}" ] || echo $HOG >/sys/fs/cgroup/$2/cgroup.procs || fail "cannot move $HOG into $2"
+}
+# stop_hogs: kill and reap every loop in HOGS.
+stop_hogs() { [ -n "$HOGS" ] && kill $HOGS 2>/dev/null; wait $HOGS 2>/dev/null; HOGS=; }
+# exec_ns PID: its time on a CPU, in ns (schedstat).
+exec_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
+# share P Q: P's part of the CPU time of P and Q over WINDOW seconds, after SETTLE seconds.
+share() {
+	sleep $SETTLE
+	p0=$(exec_ns $1) q0=$(exec_ns $2)
+	sleep $WINDOW
+	p1=$(exec_ns $1) q1=$(exec_ns $2)
+	awk -v p=$((p1 - p0)) -v q=$((q1 - q0)) 'BEGIN {printf "%.4f\n", p / (p + q)}'
+}

@@ -30,7 +30,6 @@ ag0=$(cat $AG 2>/dev/null || echo)
 KMODE=/sys/kernel/debug/sched/cgroup_mode
 kmode0=$(cat $KMODE 2>/dev/null | sed -n 's/.*(\(.*\)).*/\1/p')
 
-stop_hogs() { [ -n "$HOGS" ] && kill $HOGS 2>/dev/null; wait $HOGS 2>/dev/null; HOGS=; }
 cleanup() {
 	stop_hogs
 	for g in a b g; do rmdir $CG/$g 2>/dev/null; done
@@ -45,24 +44,6 @@ echo +cpu >$CG/cgroup.subtree_control || fail "cannot enable the cpu controller"
 for g in a b g; do mkdir -p $CG/$g || fail "mkdir $CG/$g"; done
 echo 100 >$CG/a/cpu.weight && echo 300 >$CG/b/cpu.weight && echo 100 >$CG/g/cpu.weight ||
 	fail "cannot write cpu.weight"
-
-# hog CPU [CGROUP]: a busy loop pinned to CPU, in CGROUP (else the root); its pid in HOG.
-hog() {
-	taskset -c "$1" sh -c 'while :; do :; done' &
-	HOG=$!
-	HOGS="$HOGS $HOG"
-	[ -z "${2:-}" ] || echo $HOG >$CG/$2/cgroup.procs || fail "cannot move $HOG into $2"
-}
-exec_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
-
-# share P Q: P's part of the CPU time of P and Q over the window.
-share() {
-	sleep $SETTLE
-	p0=$(exec_ns $1) q0=$(exec_ns $2)
-	sleep $WINDOW
-	p1=$(exec_ns $1) q1=$(exec_ns $2)
-	awk -v p=$((p1 - p0)) -v q=$((q1 - q0)) 'BEGIN {printf "%.4f\n", p / (p + q)}'
-}
 
 # weights SETMODE OUT: the 100 / 300 groups under smp; OUT gets CPU 2's and CPU 3's share of a.
 weights() {

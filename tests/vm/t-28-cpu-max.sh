@@ -20,7 +20,6 @@ HOGS=
 AG=/proc/sys/kernel/sched_autogroup_enabled
 ag0=$(cat $AG 2>/dev/null || echo)
 
-stop_hogs() { [ -n "$HOGS" ] && kill $HOGS 2>/dev/null; wait $HOGS 2>/dev/null; HOGS=; }
 cleanup() {
 	stop_hogs
 	for g in q/x q/y q i; do rmdir $CG/$g 2>/dev/null; done
@@ -35,14 +34,6 @@ mkdir -p $CG/q/x $CG/q/y $CG/i || fail "cannot make the cgroups"
 echo +cpu >$CG/q/cgroup.subtree_control || fail "cannot enable the cpu controller in q"
 [ -w $CG/i/cpu.idle ] || fail "no cpu.idle"
 
-# hog CPUS CGROUP: a busy loop on CPUS, in CGROUP (empty: the root); its pid in HOG.
-hog() {
-	taskset -c "$1" sh -c 'while :; do :; done' &
-	HOG=$!
-	HOGS="$HOGS $HOG"
-	[ -z "$2" ] || echo $HOG >$CG/$2/cgroup.procs || fail "cannot move $HOG into $2"
-}
-exec_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 sum_exec() { s=0; for p in "$@"; do s=$((s + $(exec_ns $p))); done; echo $s; }
 
 # The guest's clock in ns (/proc/uptime: 10 ms steps, 0.5 % of a window).
@@ -54,14 +45,6 @@ cpu_of() {
 	sleep $WINDOW
 	t1=$(now_ns) e1=$(sum_exec "$@")
 	awk -v e=$((e1 - e0)) -v t=$((t1 - t0)) 'BEGIN {printf "%.4f\n", e / t}'
-}
-# share P Q: P's part of the CPU time of P and Q over the window.
-share() {
-	sleep $SETTLE
-	p0=$(exec_ns $1) q0=$(exec_ns $2)
-	sleep $WINDOW
-	p1=$(exec_ns $1) q1=$(exec_ns $2)
-	awk -v p=$((p1 - p0)) -v q=$((q1 - q0)) 'BEGIN {printf "%.4f\n", p / (p + q)}'
 }
 
 # run OUT: the capped group's CPUs, then uncapped, then the idle group's share; one a line.
