@@ -133,12 +133,60 @@ LAB_INLINE void gq_bw_sync(const struct lab_tg *tg, struct lab_gq *gq)
 	gq->throttled = 0;
 }
 
+/* What bw_walk() does at each level of a group's path that has a quota. */
+enum lab_bw_op {
+	LAB_BW_ACCOUNT,		/* account_cfs_rq_runtime() */
+	LAB_BW_THROTTLED,	/* is it throttled, after asking the pool for what it owes? */
+	LAB_BW_RETURN,		/* return_cfs_rq_runtime() of an empty queue */
+	LAB_BW_HIERARCHY,	/* is it throttled? (reads only) */
+};
+
 /*
- * account_cfs_rq_runtime() on every level of @tg_idx's path on @cpu that has a quota: its
- * members ran @delta ns. A queue that runs dry with the pool empty is throttled. True when a
- * queue on the path is throttled: the running task is to be rescheduled.
+ * One level of bw_walk(): @op on group @tg's queue @gq, which has a quota. True: for
+ * LAB_BW_ACCOUNT, the queue is throttled (the running task is to be rescheduled); for
+ * LAB_BW_THROTTLED, it still is after asking the pool for what it owes (distribute_cfs_runtime(),
+ * which fair.c runs at the period turn-over for every throttled queue; the lab runs it when the
+ * CPU next looks at one of the queue's tasks).
  */
-LAB_INLINE bool bw_account_walk(u32 tg_idx, u32 cpu, u64 delta, u64 *st)
+LAB_INLINE bool bw_level(enum lab_bw_op op, struct lab_tg *tg, struct lab_gq *gq, u64 delta,
+			 u64 *st)
+{
+	gq_bw_sync(tg, gq);
+	switch (op) {
+	case LAB_BW_ACCOUNT:
+		if (!account_cfs_rq_runtime(tg, gq, delta))
+			return false;
+		if (!gq->throttled) {
+			gq->throttled = 1;
+			tg->bw_nr_throttled++;
+			__sync_fetch_and_add(&tg->bw_throttled_now, 1);
+			lab_count(st, LAB_ST_BW_THROTTLE);
+		}
+		return true;
+	case LAB_BW_THROTTLED:
+		if (!gq->throttled)
+			return false;
+		if (!distribute_cfs_runtime(tg, gq))
+			return true;
+		gq->throttled = 0;
+		__sync_fetch_and_sub(&tg->bw_throttled_now, 1);
+		lab_count(st, LAB_ST_BW_UNTHROTTLE);
+		return false;
+	case LAB_BW_RETURN:
+		if (!READ_ONCE(gq->load_weight) && !gq->throttled)
+			return_cfs_rq_runtime(tg, gq);
+		return false;
+	default:
+		return false;
+	}
+}
+
+/*
+ * @op on every level of @tg_idx's path on @cpu that has a quota, from the group up (at most
+ * LAB_GROUP_DEPTH levels; fair.c keeps a throttle_count per queue instead of walking for
+ * throttled_hierarchy()). True when a level returned true (LAB_BW_HIERARCHY stops at the first).
+ */
+LAB_INLINE bool bw_walk(u32 tg_idx, u32 cpu, enum lab_bw_op op, u64 delta, u64 *st)
 {
 	struct lab_tg *tg;
 	struct lab_gq *gq;
@@ -151,14 +199,10 @@ LAB_INLINE bool bw_account_walk(u32 tg_idx, u32 cpu, u64 delta, u64 *st)
 		if (!tg)
 			break;
 		if (tg->bw_quota && (gq = gq_get(idx, cpu))) {
-			gq_bw_sync(tg, gq);
-			if (account_cfs_rq_runtime(tg, gq, delta)) {
-				if (!gq->throttled) {
-					gq->throttled = 1;
-					tg->bw_nr_throttled++;
-					__sync_fetch_and_add(&tg->bw_throttled_now, 1);
-					lab_count(st, LAB_ST_BW_THROTTLE);
-				}
+			if (op == LAB_BW_HIERARCHY) {
+				if (READ_ONCE(gq->throttled))
+					return true;
+			} else if (bw_level(op, tg, gq, delta, st)) {
 				ret = true;
 			}
 		}
@@ -167,84 +211,30 @@ LAB_INLINE bool bw_account_walk(u32 tg_idx, u32 cpu, u64 delta, u64 *st)
 	return ret;
 }
 
-/*
- * Is a queue on @tg_idx's path on @cpu throttled? Each throttled one first asks the pool for what
- * it owes (distribute_cfs_runtime(), which fair.c runs at the period turn-over for every
- * throttled queue; the lab runs it when the CPU next looks at one of the queue's tasks) and is
- * unthrottled if that suffices.
- */
+/* account_cfs_rq_runtime() on @tg_idx's path on @cpu: its members ran @delta ns. A queue that
+ * runs dry with the pool empty is throttled. True when one on the path is. */
+LAB_INLINE bool bw_account_walk(u32 tg_idx, u32 cpu, u64 delta, u64 *st)
+{
+	return bw_walk(tg_idx, cpu, LAB_BW_ACCOUNT, delta, st);
+}
+
+/* Is a queue on @tg_idx's path on @cpu throttled, each first asking the pool for what it owes? */
 LAB_INLINE bool bw_throttled_walk(u32 tg_idx, u32 cpu, u64 *st)
 {
-	struct lab_tg *tg;
-	struct lab_gq *gq;
-	u32 idx = tg_idx;
-	bool ret = false;
-	int i;
-
-	lab_for(i, 0, LAB_GROUP_DEPTH) {
-		tg = tg_get(idx);
-		if (!tg)
-			break;
-		if (tg->bw_quota && (gq = gq_get(idx, cpu))) {
-			gq_bw_sync(tg, gq);
-			if (gq->throttled) {
-				if (distribute_cfs_runtime(tg, gq)) {
-					gq->throttled = 0;
-					__sync_fetch_and_sub(&tg->bw_throttled_now, 1);
-					lab_count(st, LAB_ST_BW_UNTHROTTLE);
-				} else {
-					ret = true;
-				}
-			}
-		}
-		idx = tg->parent;
-	}
-	return ret;
+	return bw_walk(tg_idx, cpu, LAB_BW_THROTTLED, 0, st);
 }
 
-/* return_cfs_rq_runtime() for each queue with a quota on @tg_idx's path on @cpu that a dequeue
- * left empty. */
+/* return_cfs_rq_runtime() for each queue on @tg_idx's path on @cpu that a dequeue left empty. */
 LAB_INLINE void bw_return_walk(u32 tg_idx, u32 cpu)
 {
-	struct lab_tg *tg;
-	struct lab_gq *gq;
-	u32 idx = tg_idx;
-	int i;
-
-	lab_for(i, 0, LAB_GROUP_DEPTH) {
-		tg = tg_get(idx);
-		if (!tg)
-			break;
-		if (tg->bw_quota && (gq = gq_get(idx, cpu))) {
-			gq_bw_sync(tg, gq);
-			if (!READ_ONCE(gq->load_weight) && !gq->throttled)
-				return_cfs_rq_runtime(tg, gq);
-		}
-		idx = tg->parent;
-	}
+	bw_walk(tg_idx, cpu, LAB_BW_RETURN, 0, NULL);
 }
 
-/*
- * throttled_hierarchy(): is @tg_idx's queue on @cpu, or the queue of any group above it there,
- * throttled? (fair.c keeps a throttle_count per queue; the lab walks the at most
- * LAB_GROUP_DEPTH levels.)
- */
+/* throttled_hierarchy(): is @tg_idx's queue on @cpu, or the queue of any group above it there,
+ * throttled? */
 LAB_INLINE bool throttled_hierarchy(u32 tg_idx, u32 cpu)
 {
-	struct lab_tg *tg;
-	struct lab_gq *gq;
-	u32 idx = tg_idx;
-	int i;
-
-	lab_for(i, 0, LAB_GROUP_DEPTH) {
-		tg = tg_get(idx);
-		if (!tg)
-			break;
-		if (tg->bw_quota && (gq = gq_get(idx, cpu)) && READ_ONCE(gq->throttled))
-			return true;
-		idx = tg->parent;
-	}
-	return false;
+	return bw_walk(tg_idx, cpu, LAB_BW_HIERARCHY, 0, NULL);
 }
 
 #endif /* __LAB_BANDWIDTH_H */
