@@ -282,13 +282,12 @@ pub static FEATURES: &[Feature] = &[
     ),
     feat!(
         CPU_MAX,
-        false,
+        true,
         false,
         Exact,
         "lab knob: enforce cpu.max as fair.c's CFS bandwidth control does, holding the tasks of \
-         throttled groups off the queue; off by default, as sched_ext cannot see the return to \
-         user space where fair.c throttles, so a task holding a kernel lock can be held (README, \
-         \"Groups\")"
+         throttled groups off the queue once a tick finds them in user space; NO_CPU_MAX leaves \
+         every group's tasks unthrottled (README, \"Groups\")"
     ),
 ];
 
@@ -808,7 +807,7 @@ mod tests {
             .map(|t| format!("{t} "))
             .collect::<String>();
         assert!(line.starts_with(&kernel_part), "{line}");
-        assert!(line.ends_with("NO_DELAY_WAKE_COLD NO_DELAY_REQUEUE_SELECT NO_CPU_MAX "));
+        assert!(line.ends_with("NO_DELAY_WAKE_COLD NO_DELAY_REQUEUE_SELECT CPU_MAX "));
     }
 
     #[test]
@@ -816,7 +815,11 @@ mod tests {
         let k = parse_kernel_line(KERNEL_LINE);
         assert!(k.unknown.is_empty(), "{:?}", k.unknown);
         assert_eq!(k.known.len(), KERNEL_LINE.split_whitespace().count());
+        // The lab's knobs are not in the line: they keep their defaults.
         let mut s = FeatureSet(0);
+        for f in FEATURES.iter().filter(|f| !f.in_kernel) {
+            s.set(f, f.default_on);
+        }
         for (f, on) in &k.known {
             s.set(f, *on);
         }

@@ -240,6 +240,8 @@ pub struct Metrics {
     pub limbo_forced: u64,
     #[stat(desc = "tasks of throttled queues not held: preempted inside an RCU read-side section")]
     pub limbo_rcu: u64,
+    #[stat(desc = "ticks that found a task of a throttled queue inside the kernel: not held yet")]
+    pub bw_kernel: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -396,6 +398,7 @@ pub const COUNTERS: &[&str] = &[
     "limbo_released",
     "limbo_forced",
     "limbo_rcu",
+    "bw_kernel",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -586,14 +589,15 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "cpu.max periods {} throttled {} unthrottled {} | held {} rejoined {} let out {} in RCU {}",
+            "cpu.max periods {} throttled {} unthrottled {} | held {} rejoined {} let out {} in RCU {} | in the kernel at the tick {}",
             self.bw_period,
             self.bw_throttle,
             self.bw_unthrottle,
             self.limbo_held,
             self.limbo_released,
             self.limbo_forced,
-            self.limbo_rcu
+            self.limbo_rcu,
+            self.bw_kernel
         )?;
         writeln!(
             w,

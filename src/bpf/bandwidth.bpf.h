@@ -217,6 +217,58 @@ static __always_inline bool bw_charge(struct task_struct *p, struct task_ctx *tc
 	return lab_bw_account(tg, cpu, delta);
 }
 
+#ifndef LAB_HOST
+/* The interrupted registers of this CPU's interrupt (get_irq_regs()). */
+extern struct pt_regs *__irq_regs __ksym __weak;
+#endif
+
+/*
+ * Did the tick interrupt user space? user_mode(get_irq_regs()), as update_process_times() is told
+ * at the tick. False where it cannot be told: then no task is held (cpu.max is not enforced).
+ */
+static __always_inline bool tick_user_mode(void)
+{
+	struct pt_regs **pregs, *regs;
+
+	if (!bpf_ksym_exists(&__irq_regs))
+		return false;
+	pregs = bpf_this_cpu_ptr(&__irq_regs);
+	regs = *pregs;
+	if (!regs)
+		return false;
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, cs) & 3;
+#elif defined(__TARGET_ARCH_arm64)
+	return (BPF_CORE_READ(regs, pstate) & 0xf) == 0;	/* PSR_MODE_EL0t */
+#else
+	return false;
+#endif
+}
+
+/*
+ * The tick's cpu.max part for @p, running on @cpu (entity @se): charge its groups
+ * (account_cfs_rq_runtime()); a queue that ran dry reschedules it (resched_curr()), and one that
+ * is throttled while the tick found @p in user space marks it for the limbo list, which it
+ * joins when put back (throttle_cfs_rq_work() at its return to user). True: reschedule.
+ */
+static __always_inline bool bw_tick(struct task_struct *p, struct task_ctx *tc, lab_se_t *se,
+				    s32 cpu)
+{
+	bool dry;
+
+	if (!se->tg || !bw_enabled())
+		return false;
+	dry = bw_charge(p, tc, se->tg, cpu);
+	if (se->bw_exempt || !lab_bw_throttled(se->tg, cpu))
+		return dry;
+	if (!tick_user_mode()) {
+		stat_inc(LAB_ST_BW_KERNEL);
+		return dry;
+	}
+	se->bw_user = 1;
+	return true;
+}
+
 /* Hold entity @n (its task in custody) in @cpu's limbo list, at its tail. */
 __noinline int lab_limbo_link(u32 n, s32 cpu, u64 now)
 {
@@ -310,10 +362,16 @@ static __always_inline bool task_in_rcu_reader(const struct task_struct *p)
 	       p->rcu_read_unlock_special.b.blocked;
 }
 
-/* Should @p (of entity @se) be held rather than join @cpu's queue? */
+/*
+ * Should @p (of entity @se) be held rather than join @cpu's queue? Only once a tick found it in
+ * user space with its group throttled (se->bw_user, cleared when it runs): fair.c throttles a
+ * task on its return to user space (throttle_cfs_rq_work()), never inside the kernel, where it
+ * may hold locks that others wait for; a waking task runs to that return too.
+ */
 static __always_inline bool bw_hold(const struct task_struct *p, const lab_se_t *se, s32 cpu)
 {
-	if (!se->tg || se->bw_exempt || !bw_enabled() || !lab_bw_throttled(se->tg, cpu))
+	if (!se->bw_user || !se->tg || se->bw_exempt || !bw_enabled() ||
+	    !lab_bw_throttled(se->tg, cpu))
 		return false;
 	if (task_in_rcu_reader(p)) {
 		stat_inc(LAB_ST_LIMBO_RCU);

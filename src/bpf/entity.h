@@ -108,7 +108,10 @@ struct lab_se {
 	u8 limbo;		/* held off the queue: its group is throttled there (cpu.max) */
 	u8 bw_exempt;		/* let out of the limbo by the watchdog guard or a CPU going offline:
 				 * not held again until it has run */
-	u32 pad_limbo;
+	u8 bw_user;		/* a tick found it in user space with its group throttled there: held
+				 * when it is put back or picked, until it runs (the kernel throttles
+				 * a task on its return to user space only) */
+	u8 pad_limbo[3];
 	u64 limbo_since;	/* when it was first held since it last ran (ns), 0: not held since */
 	u64 h_load;		/* se->h_load.weight (7.3), full resolution: the effective weight */
 	u64 h_next;		/* the effective weight a full walk of its groups computed before the

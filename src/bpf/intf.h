@@ -190,6 +190,8 @@ enum lab_stat {
 	LAB_ST_LIMBO_RELEASED,		/* ... that rejoined it */
 	LAB_ST_LIMBO_FORCED,		/* ... let out still throttled (watchdog guard, CPU offline) */
 	LAB_ST_LIMBO_RCU,		/* tasks of throttled queues not held: inside an RCU reader */
+	LAB_ST_BW_KERNEL,		/* ticks that found a task of a throttled queue in the kernel:
+					 * it runs on to its return to user space */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */

@@ -343,10 +343,8 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 		}
 	}
 	cpu = select_task_rq_fair(p, tc, prev_cpu, wake_flags, now);
+	/* (A wakee of a throttled group runs too, until a tick finds it in user space.) */
 	if (!tc->select_idle || se->on_rq || cpu_offline(cpu))
-		return cpu;
-	/* A group throttled there: ops.enqueue holds the task (no insert from here). */
-	if (se->tg && bw_enabled() && throttled_hierarchy(se->tg, cpu))
 		return cpu;
 	/* enqueue_task_fair() on the idle CPU, whose next pick is this task. */
 	wk = LAB_WK_IF_IDLE | LAB_WK_INSERT;
@@ -418,10 +416,9 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 	}
 
-	/* cpu.max (CPU_MAX): a task of a group throttled here waits in the limbo list -- the
-	 * running task put back, whose return to user space fair.c would throttle
-	 * (throttle_cfs_rq_work()), and, where fair.c would let it run to that return, a waking
-	 * one. The CPU then decides again if others wait. */
+	/* cpu.max (CPU_MAX): a task of a group throttled here that a tick found in user space
+	 * waits in the limbo list (throttle_cfs_rq_work() at its return to user). The CPU then
+	 * decides again if others wait. */
 	if (bw_enabled() && (pool = pool_get()) && bw_hold(p, SE(pool, tc->slot), cpu)) {
 		limbo_hold(p, tc->slot, cpu);
 		if ((rq = rq_get(cpu)) && READ_ONCE(rq->cfs.nr_queued))
@@ -564,8 +561,9 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 			lab_leave(slot, scx_bpf_now(), 0);
 			continue;
 		}
-		/* pick_task_fair() chose a task whose group is throttled here: it is held instead
-		 * of run (fair.c runs it to its return to user space, which then holds it). */
+		/* pick_task_fair() chose a task whose group is throttled here and that a tick found
+		 * in user space: held instead of run (fair.c would throttle it on its return to
+		 * user space, at once). Any other runs on to that return, as in fair.c. */
 		if (bw_enabled() && bw_hold(t, SE(pool_get(), slot), cpu)) {
 			limbo_hold(t, slot, cpu);
 			bpf_task_release(t);
@@ -613,6 +611,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	/* cpu.max charges what it runs from here; a task let out of the limbo may be held again. */
 	tc->bw_exec = p->se.sum_exec_runtime;
 	se->bw_exempt = 0;
+	se->bw_user = 0;
 	se->limbo_since = 0;
 	/* set_next_task_fair()'s fold of its groups' weights. */
 	if (se->tg)
@@ -668,6 +667,8 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 		return;
 	if (deq_flags & SCX_DEQ_SLEEP) {
 		flags = LAB_DEQ_SLEEP;
+		/* It sleeps in the kernel, and wakes there: not held then. */
+		SE(pool, tc->slot)->bw_user = 0;
 		if (p->__state & LAB_SPECIAL_STATES)
 			flags |= LAB_DEQ_SPECIAL;
 	}
@@ -697,9 +698,9 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 		return;
 	/* Held tasks that a refill lets out rejoin before the tick decides. */
 	limbo_release_pending(cpu, rq);
-	/* cpu.max: a queue of its that ran dry reschedules it (resched_curr()); it is held when
-	 * put back. */
-	if (bw_enabled() && bw_charge(p, tc, SE(pool, tc->slot)->tg, cpu))
+	/* cpu.max: a queue of its that ran dry reschedules it; found in user space with its group
+	 * throttled, it is held when put back. */
+	if (bw_tick(p, tc, SE(pool, tc->slot), cpu))
 		scx_bpf_task_set_slice(p, 0);
 	/* entity_tick() of the running task's groups. */
 	if (SE(pool, tc->slot)->tg)

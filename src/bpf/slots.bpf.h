@@ -140,7 +140,7 @@ static __always_inline s32 slot_claim(struct task_struct *p, struct task_ctx *tc
 		se->inv_weight = task_inv_weight(p);
 		se->h_load = (u64)se->weight << LAB_SCHED_FIXEDPOINT_SHIFT;
 		se->tg = 0;
-		se->limbo = se->bw_exempt = 0;
+		se->limbo = se->bw_exempt = se->bw_user = 0;
 		se->limbo_next = se->limbo_prev = 0;
 		se->limbo_since = 0;
 		se->picked = 0;

@@ -168,8 +168,9 @@ hog() {
 	HOGS="$HOGS $HOG"
 	[ -z "${2:-}" ] || echo $HOG >/sys/fs/cgroup/$2/cgroup.procs || fail "cannot move $HOG into $2"
 }
-# stop_hogs: kill and reap every loop in HOGS.
-stop_hogs() { [ -n "$HOGS" ] && kill $HOGS 2>/dev/null; wait $HOGS 2>/dev/null; HOGS=; }
+# stop_hogs: kill and reap every loop in HOGS. (A wait with no pid would wait for every child,
+# a lab daemon that start_lab started included.)
+stop_hogs() { [ -n "$HOGS" ] && kill $HOGS 2>/dev/null && wait $HOGS 2>/dev/null; HOGS=; }
 # exec_ns PID: its time on a CPU, in ns (schedstat).
 exec_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 # share P Q: P's part of the CPU time of P and Q over WINDOW seconds, after SETTLE seconds.

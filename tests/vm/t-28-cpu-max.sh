@@ -1,5 +1,5 @@
 # cpu.max and cpu.idle, the lab against the kernel in the same boot (cpu.max with the lab knob
-# CPU_MAX on).
+# CPU_MAX on, as by default).
 #  - cpu.max "20000 100000" on cgroup q, whose four hogs (two in each of its children q/x and
 #    q/y: a throttle above a task's own group holds it) run on every CPU: the four together
 #    get 20 % of one CPU, under the lab within 5 % (relative), as under the kernel. The lab's

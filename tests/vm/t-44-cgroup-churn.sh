@@ -3,7 +3,8 @@
 # one. 100 rounds, each one: the next cgroup_mode, every task of one group moved to the other, a
 # cpu.weight and a cpu.idle write, a group emptied, removed and made again with a loop moved in,
 # and cpu.max written on the stress's group (5 to 20 ms per 50 ms, "max" every third round) and
-# on the remade one (10 ms per 50 ms), with CPU_MAX on: tasks are held and let back all along.
+# on the remade one (10 ms per 50 ms), with CPU_MAX on (as by default): tasks are held and let
+# back all along.
 # The scheduler stays attached without a reload, every stressor completes, the cgroup ops are
 # counted, and once the cgroups are gone the lab holds as many groups as before.
 # lab: shared
