@@ -289,6 +289,15 @@ pub static FEATURES: &[Feature] = &[
          throttled groups off the queue once a tick finds them in user space; NO_CPU_MAX leaves \
          every group's tasks unthrottled (README, \"Groups\")"
     ),
+    feat!(
+        CPUFREQ,
+        true,
+        false,
+        Exact,
+        "lab knob: hand each CPU's utilisation to schedutil as its performance target, as the \
+         fair class's cpufreq_update_util() does (scx_bpf_cpuperf_set); NO_CPUFREQ leaves every \
+         CPU at the maximum target, sched_ext's own"
+    ),
 ];
 
 /// Looks a feature up by its name (without `NO_`).
@@ -807,7 +816,7 @@ mod tests {
             .map(|t| format!("{t} "))
             .collect::<String>();
         assert!(line.starts_with(&kernel_part), "{line}");
-        assert!(line.ends_with("NO_DELAY_WAKE_COLD NO_DELAY_REQUEUE_SELECT CPU_MAX "));
+        assert!(line.ends_with("NO_DELAY_WAKE_COLD NO_DELAY_REQUEUE_SELECT CPU_MAX CPUFREQ "));
     }
 
     #[test]

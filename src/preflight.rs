@@ -132,6 +132,10 @@ pub const NEEDS: &[Need] = &[
         "handing back a CPU's local queue when a higher class takes it",
     ),
     need(
+        Probe::Kfunc("scx_bpf_cpuperf_set"),
+        "the frequency hand-off to schedutil (CPUFREQ)",
+    ),
+    need(
         Probe::Kfunc("scx_bpf_kick_cpu"),
         "preemption and idle kicks",
     ),

@@ -256,7 +256,9 @@ impl<'a> Scheduler<'a> {
             let curr = (cfs.curr != 0)
                 .then(|| self.pool.se(cfs.curr))
                 .filter(|se| se.on_rq != 0);
-            cpus.insert(cpu, stats::queue_state(&cfs, curr.as_ref()));
+            let mut q = stats::queue_state(&cfs, curr.as_ref());
+            q.perf_target = rq.perf_target as u64;
+            cpus.insert(cpu, q);
         }
         let mut callbacks = BTreeMap::new();
         if self.bpf_stats.is_some() {

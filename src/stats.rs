@@ -35,6 +35,8 @@ pub struct CpuQueue {
     pub util_avg: u64,
     #[stat(desc = "sum of the queued tasks' estimated utilisation (UTIL_EST)")]
     pub util_est: u64,
+    #[stat(desc = "performance target last handed to cpufreq (0..1024; CPUFREQ)")]
+    pub perf_target: u64,
 }
 
 /// Everything the scheduler counts, as a delta over the sampling interval (the first sample a
@@ -242,6 +244,8 @@ pub struct Metrics {
     pub limbo_rcu: u64,
     #[stat(desc = "ticks that found a task of a throttled queue inside the kernel: not held yet")]
     pub bw_kernel: u64,
+    #[stat(desc = "performance targets handed to cpufreq (CPUFREQ; changes only)")]
+    pub cpuperf_set: u64,
     #[stat(desc = "pull candidates not allowed on the puller")]
     pub pull_refused_affinity: u64,
     #[stat(desc = "pull candidates running or already dispatched")]
@@ -399,6 +403,7 @@ pub const COUNTERS: &[&str] = &[
     "limbo_forced",
     "limbo_rcu",
     "bw_kernel",
+    "cpuperf_set",
     "pull_refused_affinity",
     "pull_refused_running",
     "pull_refused_delayed",
@@ -651,7 +656,7 @@ impl Metrics {
         for (cpu, q) in &self.cpus {
             writeln!(
                 w,
-                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}  load {:>6}  runnable {:>5}  util {:>4}  util_est {:>4}",
+                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}  load {:>6}  runnable {:>5}  util {:>4}  util_est {:>4}  perf {:>4}",
                 q.avg_vruntime,
                 q.nr_queued,
                 q.nr_delayed,
@@ -659,7 +664,8 @@ impl Metrics {
                 q.load_avg,
                 q.runnable_avg,
                 q.util_avg,
-                q.util_est
+                q.util_est,
+                q.perf_target
             )?;
         }
         Ok(())
@@ -683,6 +689,7 @@ pub fn queue_state(cfs: &ffi::lab_cfs, curr: Option<&ffi::lab_se>) -> CpuQueue {
         runnable_avg: cfs.avg.runnable_avg,
         util_avg: cfs.avg.util_avg,
         util_est: cfs.avg.util_est as u64,
+        perf_target: 0,
     }
 }
 

@@ -8,6 +8,31 @@
 #define __LAB_CPUS_BPF_H
 
 /*
+ * cpufreq_update_util() of the fair class, from @cpu itself at its tick and at its switches (fair.c
+ * calls it where it updates the root queue's averages: enqueue, dequeue, tick): hand @cpu's
+ * utilisation to schedutil as its performance target (scx_bpf_cpuperf_set(), which
+ * sugov_get_util() reads in place of cpu_util_cfs_boost() while sched_ext runs every task). The
+ * kfunc may target only the CPU whose queue lock the kernel holds: the caller's own. With
+ * CPUFREQ off the target goes back to the maximum, sched_ext's own at attach. Only a change is
+ * handed over. Differs: no SCHED_CPUFREQ_IOWAIT boost (the kfunc has no flags).
+ */
+static __always_inline void cpufreq_update_util(s32 cpu, struct lab_rq *rq)
+{
+	const struct lab_params *params = params_get();
+	u32 perf = LAB_SCHED_CAPACITY;
+
+	if (cpu != bpf_get_smp_processor_id())
+		return;
+	if (sched_feat(params, CPUFREQ))
+		perf = cpu_util_cfs_boost(&rq->cfs, sched_feat(params, UTIL_EST));
+	if (perf == READ_ONCE(rq->perf_target))
+		return;
+	WRITE_ONCE(rq->perf_target, perf);
+	scx_bpf_cpuperf_set(cpu, perf);
+	stat_inc(LAB_ST_CPUPERF_SET);
+}
+
+/*
  * ops.cpu_release: a higher class (RT, deadline, stop) took @cpu. What waits in its local DSQ
  * comes back through ops.enqueue (SCX_ENQ_REENQ), which moves it to an idle CPU; what waits in
  * its queue goes first when the balancer looks for the busiest CPU (lab_nr_busy()), so that an

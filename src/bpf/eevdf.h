@@ -49,6 +49,10 @@ struct lab_rq {
 	u32 limbo_tail;
 	u32 nr_limbo;
 	u32 limbo_release;
+	/* The performance target last handed to cpufreq (cpufreq_update_util(), CPUFREQ):
+	 * 0..1024, 1024 (sched_ext's own at attach) until the CPU first hands one over. */
+	u32 perf_target;
+	u32 pad3;
 } __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

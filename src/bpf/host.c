@@ -123,6 +123,7 @@ void host_util_est_update(struct lab_se *se, bool task_sleep) { util_est_update(
 void host_util_est_enqueue(struct lab_cfs *cfs, const struct lab_se *se) { util_est_enqueue(cfs, se); }
 void host_util_est_dequeue(struct lab_cfs *cfs, const struct lab_se *se) { util_est_dequeue(cfs, se); }
 u64 host_cpu_util_cfs(const struct lab_cfs *cfs, bool util_est) { return cpu_util_cfs(cfs, util_est); }
+u64 host_cpu_util_cfs_boost(const struct lab_cfs *cfs, bool util_est) { return cpu_util_cfs_boost(cfs, util_est); }
 u64 host_task_h_load(u64 se_load_avg, u64 cfs_load_avg) { return task_h_load_math(se_load_avg, cfs_load_avg); }
 void host_entity_tick_load(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st) { entity_tick_load(cfs, pool, st); }
 void host_update_blocked_load(struct lab_cfs *cfs, u64 *st) { update_blocked_load(cfs, st); }

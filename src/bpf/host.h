@@ -62,6 +62,7 @@ void host_util_est_update(struct lab_se *se, bool task_sleep);
 void host_util_est_enqueue(struct lab_cfs *cfs, const struct lab_se *se);
 void host_util_est_dequeue(struct lab_cfs *cfs, const struct lab_se *se);
 u64 host_cpu_util_cfs(const struct lab_cfs *cfs, bool util_est);
+u64 host_cpu_util_cfs_boost(const struct lab_cfs *cfs, bool util_est);
 u64 host_task_h_load(u64 se_load_avg, u64 cfs_load_avg);
 void host_entity_tick_load(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st);
 void host_update_blocked_load(struct lab_cfs *cfs, u64 *st);

@@ -78,6 +78,7 @@ enum lab_feat {
 	LAB_FEAT_DELAY_WAKE_COLD,
 	LAB_FEAT_DELAY_REQUEUE_SELECT,
 	LAB_FEAT_CPU_MAX,
+	LAB_FEAT_CPUFREQ,
 	LAB_NR_FEATS,
 };
 
@@ -192,6 +193,7 @@ enum lab_stat {
 	LAB_ST_LIMBO_RCU,		/* tasks of throttled queues not held: inside an RCU reader */
 	LAB_ST_BW_KERNEL,		/* ticks that found a task of a throttled queue in the kernel:
 					 * it runs on to its return to user space */
+	LAB_ST_CPUPERF_SET,		/* performance targets handed to cpufreq (changes only) */
 	LAB_ST_PULL_REFUSED_AFFINITY,	/* candidates not allowed on the puller */
 	LAB_ST_PULL_REFUSED_RUNNING,	/* candidates running or already dispatched */
 	LAB_ST_PULL_REFUSED_DELAYED,	/* ghosts (never pulled) */

@@ -599,6 +599,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
 	s32 cpu = scx_bpf_task_cpu(p);
+	struct lab_rq *rq;
 	lab_se_t *se;
 	long hrtick_ns;
 
@@ -624,6 +625,8 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	if (tc->prio_changed == LAB_PRIO_WORSE || hrtick_ns == LAB_SET_NEXT_REPICK)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	tc->prio_changed = 0;
+	if ((rq = rq_get(cpu)))
+		cpufreq_update_util(cpu, rq);
 }
 
 /* TASK_ON_RQ_MIGRATING (p->on_rq while the core moves a queued task between CPUs). */
@@ -660,6 +663,8 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	lab_pool_t *pool = pool_get();
 	struct task_ctx *tc = tctx_get(p);
+	struct lab_rq *rq;
+	bool cur;
 	u32 flags = 0;
 	u64 now, sum = 0;
 
@@ -674,9 +679,12 @@ void BPF_STRUCT_OPS(lab_quiescent, struct task_struct *p, u64 deq_flags)
 	}
 	now = scx_bpf_now();
 	/* The task leaving the CPU it runs on: ops.stopping(false) left its accounting to us. */
-	if (p == bpf_get_current_task_btf())
+	cur = p == bpf_get_current_task_btf();
+	if (cur)
 		sum = lab_max_u64(p->se.sum_exec_runtime, 1);
 	lab_dequeue_entity(tc->slot, flags, sum, p->pid, now);
+	if (cur && (rq = rq_get(scx_bpf_task_cpu(p))))
+		cpufreq_update_util(scx_bpf_task_cpu(p), rq);
 	/* return_cfs_rq_runtime() of the queues this left empty. */
 	if (bw_enabled() && SE(pool, tc->slot)->tg)
 		lab_bw_return(SE(pool, tc->slot)->tg, scx_bpf_task_cpu(p));
@@ -716,6 +724,7 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 		/* resched_curr_lazy(): the kernel switches at this tick once the slice is gone. */
 		scx_bpf_task_set_slice(p, 0);
 	}
+	cpufreq_update_util(cpu, rq);
 	nohz_update_blocked(now);
 	update_idle_cpu_scan(cpu, now);
 	periodic_balance(cpu, rq, params_get(), now, stats_row());
@@ -873,6 +882,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 		rq->cfs.zero_vruntime = (u64)(-(1LL << 20));
 		rq->cfs.cpu = cpu;
 		rq->cpu = cpu;
+		rq->perf_target = LAB_SCHED_CAPACITY;
 		newidle_init(&rq->ni, bpf_ktime_get_ns());
 		if (hrtick_init(cpu))
 			break;

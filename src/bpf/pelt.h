@@ -445,6 +445,28 @@ LAB_INLINE u64 cpu_util_cfs(const struct lab_cfs *cfs, bool util_est)
 	return util < LAB_SCHED_CAPACITY ? util : LAB_SCHED_CAPACITY;
 }
 
+/*
+ * cpu_util_cfs_boost(): what schedutil reads of a CPU (sugov_get_util(); cpu_util() with boost):
+ * the larger of its utilisation and runnable averages and (UTIL_EST) its tasks' estimates, capped
+ * at the capacity. The frequency hand-off gives schedutil this as the CPU's performance target
+ * (scx_bpf_cpuperf_set(), 0..SCX_CPUPERF_ONE = 1024, the capacity scale), which schedutil reads
+ * in its place while a sched_ext scheduler runs every task; schedutil adds its own headroom.
+ */
+LAB_INLINE u64 cpu_util_cfs_boost(const struct lab_cfs *cfs, bool util_est)
+{
+	u64 util = READ_ONCE(cfs->avg.util_avg), runnable = READ_ONCE(cfs->avg.runnable_avg);
+
+	if (runnable > util)
+		util = runnable;
+	if (util_est) {
+		u64 est = READ_ONCE(cfs->avg.util_est);
+
+		if (est > util)
+			util = est;
+	}
+	return util < LAB_SCHED_CAPACITY ? util : LAB_SCHED_CAPACITY;
+}
+
 /* task_h_load() of a task in the root group: its load average scaled by h_load / (load + 1),
  * h_load being the queue's load average. */
 LAB_INLINE u64 task_h_load_math(u64 se_load_avg, u64 cfs_load_avg)

@@ -510,3 +510,25 @@ fn task_h_load_is_the_load_in_the_root_groups_proportion() {
         assert_eq!(host_task_h_load(512, 1_000_000), 511);
     }
 }
+
+#[test]
+fn schedutil_reads_the_largest_of_utilisation_runnable_and_estimate_capped() {
+    // cpu_util(cpu, NULL, -1, 1): runnable boosts the utilisation, then UTIL_EST, then the cap.
+    let mut cfs = lab_cfs::default();
+    // SAFETY: the host functions only read the queue they are given.
+    unsafe {
+        cfs.avg.util_avg = 300;
+        cfs.avg.runnable_avg = 700;
+        cfs.avg.util_est = 500;
+        assert_eq!(host_cpu_util_cfs_boost(&cfs, true), 700);
+        assert_eq!(host_cpu_util_cfs(&cfs, true), 500);
+        cfs.avg.util_est = 900;
+        assert_eq!(host_cpu_util_cfs_boost(&cfs, true), 900);
+        assert_eq!(host_cpu_util_cfs_boost(&cfs, false), 700);
+        // Two runnable tasks on a CPU: runnable goes past the capacity, the target does not.
+        cfs.avg.runnable_avg = 2048;
+        assert_eq!(host_cpu_util_cfs_boost(&cfs, false), 1024);
+        // An idle CPU asks for nothing.
+        assert_eq!(host_cpu_util_cfs_boost(&lab_cfs::default(), true), 0);
+    }
+}

@@ -6,7 +6,10 @@
 #    32 ms from a busy CPU's tick, as the kernel's nohz idle balance does): near zero 0.6 s later
 #    (each step samples every 0.3 s for up to 6 s more: a loaded host can stall emulated CPUs);
 #  - moved to CPU 3 while running (an affinity change), its history goes with it: CPU 3's signals
-#    rise, and the attach and detach/remove counters move.
+#    rise, and the attach and detach/remove counters move;
+#  - the frequency hand-off (CPUFREQ): the saturated CPU's performance target, the signal that
+#    schedutil reads, is near the maximum too; with NO_CPUFREQ every CPU with events goes to the
+#    maximum (sched_ext's own target), and back on, targets are handed over again.
 # The test itself, the daemon (every thread) and the monitors it starts stay on CPU 0, so that
 # CPUs 2 and 3 run only what the test puts there (and the odd kernel thread).
 # The arithmetic itself is pinned by host tests against the signal's definition.
@@ -31,7 +34,7 @@ until_sampled() {
 pelt() {
 	awk -v c="cpu$1" -v f="$2" '$1 == c { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }' /tmp/pelt.out
 }
-show() { note "cpu$1: load $(pelt "$1" load) runnable $(pelt "$1" runnable) util $(pelt "$1" util) util_est $(pelt "$1" util_est)"; }
+show() { note "cpu$1: load $(pelt "$1" load) runnable $(pelt "$1" runnable) util $(pelt "$1" util) util_est $(pelt "$1" util_est) perf $(pelt "$1" perf)"; }
 
 start_lab
 # The daemon too (a shared one was started elsewhere): it serves the test's samples, and on CPU 3
@@ -53,6 +56,8 @@ check "its load average is near the hog's weight, 1024 ($l)" [ "${l:-0}" -ge 900
 check "its runnable average too ($r)" [ "${r:-0}" -ge 900 ]
 i3=$(pelt 3 util)
 check "an idle CPU's utilisation stays low ($i3)" [ "${i3:-9999}" -le 100 ]
+p2=$(pelt 2 perf)
+check "the saturated CPU's performance target is near the maximum ($p2)" [ "${p2:-0}" -ge 900 ]
 
 before=$(counters pelt_attach pelt_detach pelt_remove pelt_blocked)
 taskset -p -c 3 $hog >/dev/null || fail "taskset -p 3 $hog failed"
@@ -81,6 +86,19 @@ check "and took it off CPU 2 (detach or remove)" \
 	[ $(($(delta "$before" "$after" 2) + $(delta "$before" "$after" 3))) -ge 1 ]
 check "idle CPUs' blocked averages were brought up to date" [ "$(delta "$before" "$after" 4)" -ge 10 ]
 kill $ticker; wait $ticker 2>/dev/null
+
+f0=$(counters cpuperf_set)
+scx_eevdf_lab features NO_CPUFREQ >/dev/null || fail "cannot turn CPUFREQ off"
+sleep 0.3
+full() { [ "$(pelt 0 perf)" -eq 1024 ] 2>/dev/null; }
+until_sampled 30 full
+p0=$(pelt 0 perf)
+check "NO_CPUFREQ: CPU 0's target is the maximum ($p0)" [ "${p0:-0}" -eq 1024 ]
+scx_eevdf_lab features CPUFREQ >/dev/null || fail "cannot turn CPUFREQ on"
+sleep 0.5
+f1=$(counters cpuperf_set)
+note "performance targets handed to cpufreq: $(delta "$f0" "$f1" 1), CPU 0's now $(sample; pelt 0 perf)"
+check "targets were handed over" [ "$(delta "$f0" "$f1" 1)" -gt 0 ]
 pin_daemon "0-$(($(nproc) - 1))" || fail "cannot give the daemon every CPU back"
 check "still attached" lab_attached
 stop_lab
