@@ -6,26 +6,22 @@
  * throttled queue are held in a per-CPU limbo list, off the EEVDF queue, as 7.3's task-based
  * throttling holds them on the queue's throttled_limbo_list:
  *
- *  - the running task put back while its queue is throttled is held (throttle_cfs_rq_work() at
- *    its return to user space);
- *  - a task the pick chooses whose queue is throttled is held instead of run (fair.c lets it run
- *    until its return to user space, then dequeues it);
- *  - a task that wakes into a throttled queue is held at once (fair.c does that only for a task
- *    it had throttled before, enqueue_throttled_task(); a plain wakeup runs to its return to
- *    user space);
+ *  - only a task that a tick found in user space while its queue was throttled is held (marked
+ *    se->bw_user until it runs): fair.c throttles a task on its return to user space
+ *    (throttle_cfs_rq_work()), never inside the kernel. The marked task is held when it is put
+ *    back (SCX_OPS_ENQ_LAST sends the running task through ops.enqueue) or when the pick
+ *    chooses it; a task the tick finds in the kernel, and a waking one, run on until a tick
+ *    finds them in user space;
  *  - the refill marks the CPUs whose queues of the group are throttled and wakes them if idle;
  *    at that CPU's next tick or decision each held task whose queues are no longer throttled
  *    rejoins (tg_unthrottle_up(): enqueued with its lag, no wakeup preemption).
  *
- * fair.c throttles a task on its way back to user space, never one inside the kernel; sched_ext
- * cannot tell where a task was preempted. What would hurt most is a task preempted inside an RCU
- * read-side section: held, it stalls every grace period (the RCU stall detector then ejects the
- * scheduler). Such a task is not held (limbo_rcu). Other kernel resources a held task may own
- * (a mutex) wait with it. And a held task is still runnable for sched_ext, whose watchdog kills
- * a scheduler that leaves a runnable task waiting LAB_WATCHDOG_MS: a task that has not run for
- * LAB_LIMBO_MAX_NS since it was first held rejoins anyway and is not held again until it has
- * run (limbo_forced; what it runs is its group's debt). A CPU going offline lets out all it
- * holds.
+ * A held task was in user space, so it holds no kernel lock and is in no RCU read-side section
+ * (a task marked blocked in one is never held anyway: limbo_rcu). It is still runnable for
+ * sched_ext, whose watchdog kills a scheduler that leaves a runnable task waiting
+ * LAB_WATCHDOG_MS: a task that has not run for LAB_LIMBO_MAX_NS since it was first held rejoins
+ * anyway and is not held again until it has run (limbo_forced; what it runs is its group's
+ * debt). A CPU going offline lets out all it holds.
  *
  * The limbo list of a CPU, and the bandwidth state of its group queues, change only where that
  * CPU's runqueue lock is held (the tick, dispatch, and the enqueue, stop and dequeue of its
