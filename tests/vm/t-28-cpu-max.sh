@@ -84,8 +84,9 @@ note "cpu.max 20000 100000, four hogs: lab $(pct "$(L 1)") of a CPU, kernel $(pc
 note "cpu.max max again: lab $(L 2) CPUs, kernel $(K 2) CPUs"
 note "cpu.idle group beside a root hog on CPU 3: lab $(pct "$(L 3)"), kernel $(pct "$(K 3)")"
 check "lab: the capped group gets 20 % of a CPU within 5 %" close "$(L 1)" 0.20
-# The kernel's own figure is the reference's sanity check (7.2 gave 21.1 % once).
-check "kernel: the capped group gets 20 % of a CPU within 10 %" close "$(K 1)" 0.20 0.10
+# The kernel's own figure is the reference's sanity check: 7.2's varies more than the lab's over
+# twenty periods (17.5 to 21.1 % in five boots), so it is allowed 15 %.
+check "kernel: the capped group gets 20 % of a CPU within 15 %" close "$(K 1)" 0.20 0.15
 check "lab: uncapped, the hogs take more than two CPUs" below 2 "$(L 2)"
 check "lab: the idle group's share is under 2 %" below "$(L 3)" 0.02
 check "kernel: the idle group's share is under 2 %" below "$(K 3)" 0.02
