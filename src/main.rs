@@ -7,6 +7,8 @@ mod bpf_skel;
 mod bpfstats;
 mod cli;
 mod control;
+#[cfg(test)]
+mod domain_tests;
 mod eevdf;
 #[cfg(test)]
 mod eevdf_tests;

@@ -141,6 +141,7 @@ impl<'a> Scheduler<'a> {
             .context("cannot size the task references")?;
         info!("task pool: {initial} slots, growing up to {cap} (from pid_max and threads-max)");
         info!("topology: {}", topo.describe());
+        info!("sched domains: {}", topo.describe_domains());
         let vlogs = crate::bpfstats::VerifierLogs::request(skel.open_object_mut());
         let loaded = scx_ops_load!(skel, lab_ops, uei);
         if let Some(v) = vlogs {

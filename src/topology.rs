@@ -80,6 +80,112 @@ pub struct Topo {
     /// The topology listed the CPU (it was online); an unlisted one has an LLC and a core of its
     /// own until a reload reads its place.
     pub cpu_known: Vec<bool>,
+    /// The CPUs by node, LLC and core: every sched domain is a run of this order.
+    pub cpu_order: Vec<u32>,
+    pub cpu_order_pos: Vec<u32>,
+    /// The sched domains, lowest level first.
+    pub levels: Vec<Level>,
+}
+
+/// One level of sched domains, as topology.c's sd_init() and build_sched_domains() set it up.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Level {
+    pub name: &'static str,
+    /// LAB_SD_* flags.
+    pub flags: u32,
+    pub imbalance_pct: u32,
+    pub cache_nice_tries: u32,
+    /// sd->imb_numa_nr: the task imbalance a NUMA domain leaves alone while the destination is
+    /// lightly loaded.
+    pub imb_numa_nr: u32,
+    /// Each CPU's domain at this level: its first position in cpu_order and its size.
+    pub start: Vec<u32>,
+    pub size: Vec<u32>,
+}
+
+const SD_SMT: u32 = bpf_intf::LAB_SD_SHARE_CPUCAPACITY;
+const SD_LLC: u32 = bpf_intf::LAB_SD_SHARE_LLC;
+const SD_SIBLING: u32 = bpf_intf::LAB_SD_PREFER_SIBLING;
+const SD_NUMA: u32 = bpf_intf::LAB_SD_NUMA;
+
+/// A span's key: CPUs with equal keys share the span.
+type SpanKey<'a> = &'a dyn Fn(usize) -> u64;
+
+/// The sched domains of @order (CPUs by node, LLC, core) for CPUs whose node, LLC and core
+/// indices are given. Candidates SMT, MC, PKG and NUMA get sd_init()'s settings (SMT: 110 %,
+/// no cache_nice_tries; MC and PKG: 117 %, 1; NUMA: 117 %, 2, no PREFER_SIBLING); a level that
+/// spans, for every CPU, what the level below it spans (or a single CPU, at the bottom) is
+/// dropped as the kernel drops degenerate domains. imb_numa_nr follows build_sched_domains():
+/// the first level above the LLC allows its number of LLCs (an eighth of its span when it holds
+/// one), at least 1, and the levels above it that many per span of the first NUMA domain.
+/// Differs: one NUMA level (every node), whatever the distances.
+fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<Level> {
+    let nr = node.len();
+    // Each CPU's span: the run of CPUs in @order sharing its key.
+    let spans = |key: &dyn Fn(usize) -> u64| -> (Vec<u32>, Vec<u32>) {
+        let (mut start, mut size) = (vec![0u32; nr], vec![0u32; nr]);
+        let mut i = 0;
+        while i < order.len() {
+            let k = key(order[i] as usize);
+            let mut j = i;
+            while j < order.len() && key(order[j] as usize) == k {
+                j += 1;
+            }
+            for &c in &order[i..j] {
+                start[c as usize] = i as u32;
+                size[c as usize] = (j - i) as u32;
+            }
+            i = j;
+        }
+        (start, size)
+    };
+    let node_of = |c: usize| node[c] as u64;
+    let llc_of = |c: usize| ((node[c] as u64) << 42) | ((llc[c] as u64) << 21);
+    let core_of = |c: usize| llc_of(c) | core[c] as u64;
+    let candidates: [(&'static str, u32, u32, u32, SpanKey); 4] = [
+        ("SMT", SD_SMT | SD_LLC | SD_SIBLING, 110, 0, &core_of),
+        ("MC", SD_LLC | SD_SIBLING, 117, 1, &llc_of),
+        ("PKG", SD_SIBLING, 117, 1, &node_of),
+        ("NUMA", SD_NUMA, 117, 2, &|_| 0),
+    ];
+    let mut levels: Vec<Level> = Vec::new();
+    for (name, flags, imbalance_pct, cache_nice_tries, key) in candidates {
+        let (start, size) = spans(key);
+        let same = match levels.last() {
+            Some(below) => below.size == size,
+            None => size.iter().all(|&s| s == 1),
+        };
+        if !same {
+            levels.push(Level {
+                name,
+                flags,
+                imbalance_pct,
+                cache_nice_tries,
+                imb_numa_nr: 0,
+                start,
+                size,
+            });
+        }
+    }
+    // imb_numa_nr, from CPU 0's domains (the lab assumes symmetric nodes).
+    let (mut imb, mut imb_span) = (0u32, 1u32);
+    let first_numa = levels
+        .iter()
+        .find(|l| l.flags & SD_NUMA != 0)
+        .map(|l| l.size[order[0] as usize]);
+    for i in 0..levels.len() {
+        let span = levels[i].size[order[0] as usize];
+        let child_llc = i > 0 && levels[i - 1].flags & SD_LLC != 0;
+        if levels[i].flags & SD_LLC == 0 && child_llc {
+            let nr_llcs = span / levels[i - 1].size[order[0] as usize];
+            imb = if nr_llcs == 1 { span >> 3 } else { nr_llcs }.max(1);
+            levels[i].imb_numa_nr = imb;
+            imb_span = first_numa.unwrap_or(span);
+        } else {
+            levels[i].imb_numa_nr = imb * (span / imb_span).max(1);
+        }
+    }
+    levels
 }
 
 /// A CPU as the topology lists it: its number, NUMA node, LLC and core (ids need not be dense).
@@ -161,6 +267,17 @@ impl Topo {
         t.smt_active = cores.iter().any(|c| c.len() > 1);
         (t.llc_cpus, t.llc_start, t.llc_size, t.cpu_llc_pos) = runs(&mut llcs, nr_cpus);
         (t.core_cpus, t.core_start, t.core_size, _) = runs(&mut cores, nr_cpus);
+        let mut order: Vec<u32> = (0..nr_cpus as u32).collect();
+        order.sort_by_key(|&c| {
+            let c = c as usize;
+            (t.cpu_node[c], t.cpu_llc[c], t.cpu_core[c], c)
+        });
+        t.cpu_order_pos = vec![0; nr_cpus];
+        for (i, &c) in order.iter().enumerate() {
+            t.cpu_order_pos[c as usize] = i as u32;
+        }
+        t.levels = sched_domains(&order, &t.cpu_node, &t.cpu_llc, &t.cpu_core);
+        t.cpu_order = order;
         Ok(t)
     }
 
@@ -200,6 +317,24 @@ impl Topo {
 
     pub fn nr_cores(&self) -> u32 {
         self.core_size.len() as u32
+    }
+
+    /// The sched domains for the log, as CPU 0 sees them: "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2)".
+    pub fn describe_domains(&self) -> String {
+        let first = self.cpu_order.first().copied().unwrap_or(0) as usize;
+        let v: Vec<String> = self
+            .levels
+            .iter()
+            .map(|l| {
+                let numa = if l.flags & SD_NUMA != 0 {
+                    format!(" (imb_numa_nr {})", l.imb_numa_nr)
+                } else {
+                    String::new()
+                };
+                format!("{} {}{}", l.name, l.size[first], numa)
+            })
+            .collect();
+        v.join(", ")
     }
 
     /// One line for the log: "8 CPUs in 2 LLCs, 2 NUMA nodes, 4 cores (SMT)".
@@ -266,6 +401,25 @@ macro_rules! fill_topo {
         }
         for (i, v) in t.cpu_known.iter().enumerate() {
             $dst.cpu_known[i] = *v as u8;
+        }
+        for (i, v) in t.cpu_order.iter().enumerate() {
+            $dst.cpu_order[i] = *v;
+        }
+        for (i, v) in t.cpu_order_pos.iter().enumerate() {
+            $dst.cpu_order_pos[i] = *v;
+        }
+        $dst.nr_levels = t.levels.len() as u32;
+        for (l, lvl) in t.levels.iter().enumerate() {
+            $dst.lvl_flags[l] = lvl.flags;
+            $dst.lvl_imbalance_pct[l] = lvl.imbalance_pct;
+            $dst.lvl_cache_nice_tries[l] = lvl.cache_nice_tries;
+            $dst.lvl_imb_numa_nr[l] = lvl.imb_numa_nr;
+            for (i, v) in lvl.start.iter().enumerate() {
+                $dst.lvl_start[l][i] = *v as u16;
+            }
+            for (i, v) in lvl.size.iter().enumerate() {
+                $dst.lvl_size[l][i] = *v as u16;
+            }
         }
     }};
 }
@@ -352,6 +506,43 @@ mod tests {
         // More siblings than the BPF side walks.
         let wide: Vec<_> = (0..SMT_MAX + 1).map(|c| (c, 0, 0, 0)).collect();
         assert!(Topo::from_cpus(SMT_MAX + 1, &ids(&wide)).is_err());
+    }
+
+    /// The sched domains of the VM's multi-level shape, of a flat machine and of a 2 x 64-core
+    /// EPYC in NPS1 (the numbers in the commit that set imb_numa_nr this way).
+    #[test]
+    fn sched_domain_levels() {
+        let cpus: Vec<_> = (0..8).map(|c| (c, c / 4, c / 4, c / 2)).collect();
+        let t = Topo::from_cpus(8, &ids(&cpus)).unwrap();
+        assert_eq!(t.describe_domains(), "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2)");
+        let smt = &t.levels[0];
+        assert_eq!((smt.imbalance_pct, smt.cache_nice_tries), (110, 0));
+        assert_eq!(smt.flags, SD_SMT | SD_LLC | SD_SIBLING);
+        assert_eq!((smt.start[5], smt.size[5]), (4, 2));
+        let numa = &t.levels[2];
+        assert_eq!((numa.cache_nice_tries, numa.flags & SD_SIBLING), (2, 0));
+        assert_eq!((t.levels[1].start[6], t.levels[1].size[6]), (4, 4));
+
+        let flat: Vec<_> = (0..4).map(|c| (c, 0, 0, c)).collect();
+        let t = Topo::from_cpus(4, &ids(&flat)).unwrap();
+        assert_eq!(t.describe_domains(), "MC 4");
+
+        // CPUs numbered across the sockets: the order still makes every domain one run.
+        let epyc: Vec<_> = (0..256)
+            .map(|c| (c, (c % 128) / 64, (c % 128) / 8, c % 128))
+            .collect();
+        let t = Topo::from_cpus(256, &ids(&epyc)).unwrap();
+        assert_eq!(
+            t.describe_domains(),
+            "SMT 2, MC 16, PKG 128, NUMA 256 (imb_numa_nr 8)"
+        );
+        for l in &t.levels {
+            for cpu in 0..256 {
+                let (s, n) = (l.start[cpu] as usize, l.size[cpu] as usize);
+                assert!(t.cpu_order[s..s + n].contains(&(cpu as u32)));
+            }
+        }
+        assert_eq!(t.levels[2].imb_numa_nr, 8);
     }
 
     /// A big host: 4,096 CPUs in 2 nodes of 32 LLCs of 32 SMT-2 cores, and the data structures'

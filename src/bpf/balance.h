@@ -3,6 +3,7 @@
 #define __LAB_BALANCE_H
 
 #include "select.h"
+#include "domains.h"
 
 /*
  * Balancing decisions over a snapshot (fair.c: can_migrate_task(), task_hot(),

@@ -264,6 +264,54 @@ s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load)
 	return lab_calculate_imbalance(busiest_load, this_load, avg_load);
 }
 
+/* Sched domains (domains.h): update_sd_lb_stats() over @nr CPUs whose groups are runs of equal
+ * @group ids, @local the balancing CPU's group, @flags each group's flags (indexed by its id). */
+void host_sd_lb_stats(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
+		      u32 nr, u32 local, const u32 *flags, struct lab_sd_lb *sds)
+{
+	struct lab_sg_stats sgs;
+	u32 i;
+
+	lab_sd_lb_init(sds);
+	for (i = 0; i < nr; i++) {
+		if (!i || group[i] != group[i - 1])
+			lab_sg_init(&sgs, flags[group[i]], (s32)i);
+		lab_sg_add_cpu(&sgs, &cpus[i]);
+		if (i + 1 == nr || group[i + 1] != group[i])
+			lab_sd_lb_group_done(sd, sds, &sgs, group[i] == local);
+	}
+}
+bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct lab_lb_verdict *v)
+{
+	return lab_find_src_group(sd, sds, v);
+}
+s32 host_find_src_rq(const struct lab_lb_verdict *v, const struct lab_lb_cpu *cpus, u32 first, u32 n)
+{
+	struct lab_src_best b;
+	u32 i;
+
+	lab_src_best_init(&b);
+	for (i = first; i < first + n; i++)
+		lab_find_src_rq_cpu(v, &cpus[i], (s32)i, &b);
+	return b.cpu;
+}
+bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_min)
+{
+	return lab_detach_fits(type, amount, failed, imbalance, lb_min);
+}
+bool host_need_active_balance(u32 type, u32 failed, u32 cache_nice_tries)
+{
+	return lab_need_active_balance(type, failed, cache_nice_tries);
+}
+u64 host_sd_balance_interval_ms(u32 interval, bool busy, u32 tick_ms, u32 nr_online)
+{
+	return lab_sd_balance_interval_ms(interval, busy, tick_ms, nr_online);
+}
+s64 host_adjust_numa_imbalance(s64 imbalance, u32 dst_running, u32 imb_numa_nr)
+{
+	return lab_adjust_numa_imbalance(imbalance, dst_running, imb_numa_nr);
+}
+
 /* Groups: the tables that group.h's tg_get() / gq_get() read on the host. */
 struct lab_tg lab_host_tg[LAB_HOST_TGS];
 struct lab_gq lab_host_gq[LAB_HOST_TGS][LAB_HOST_CPUS];

@@ -100,6 +100,14 @@ u32 host_can_migrate_task(const struct lab_lb_env *env, const struct lab_lb_task
 bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool lb_min);
 s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc);
 s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load);
+void host_sd_lb_stats(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
+		      u32 nr, u32 local, const u32 *flags, struct lab_sd_lb *sds);
+bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct lab_lb_verdict *v);
+s32 host_find_src_rq(const struct lab_lb_verdict *v, const struct lab_lb_cpu *cpus, u32 first, u32 n);
+bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_min);
+bool host_need_active_balance(u32 type, u32 failed, u32 cache_nice_tries);
+u64 host_sd_balance_interval_ms(u32 interval, bool busy, u32 tick_ms, u32 nr_online);
+s64 host_adjust_numa_imbalance(s64 imbalance, u32 dst_running, u32 imb_numa_nr);
 
 /* Groups (group.h): the host tests' groups and queues, and the walks over them. */
 u64 host_shares_from_cgroup(u32 w);

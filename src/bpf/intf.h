@@ -25,6 +25,8 @@ enum lab_consts {
 	LAB_MAX_CPUS = 8192,
 	/* SMT siblings of one core that CPU selection walks (cpu_smt_mask()). */
 	LAB_MAX_SMT = 8,
+	/* Sched-domain levels the balancer walks: SMT, MC (the LLC), PKG (the node), NUMA. */
+	LAB_MAX_LEVELS = 4,
 	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
 	 * kernel's PID_MAX_LIMIT, so that every task the kernel can create has one. */
 	LAB_MAX_SLOTS = 1 << 22,
@@ -301,6 +303,28 @@ struct lab_topo {
 	u32 core_size[LAB_MAX_CPUS];	/* CPUs of each core (its SMT siblings) */
 	u32 core_cpus[LAB_MAX_CPUS];	/* CPUs grouped by core: cpu_smt_mask() of each */
 	u8 cpu_known[LAB_MAX_CPUS];	/* online at load: the topology above is the CPU's own */
+	/*
+	 * The sched domains (topology.c's build_sched_domains()), lowest level first: SMT (a core),
+	 * MC (an LLC), PKG (a node), NUMA (every node); a level that spans what the level below
+	 * spans is left out, as the kernel drops degenerate domains. Every domain is a run of
+	 * cpu_order[]; a domain's groups are the domains of the level below it (single CPUs at the
+	 * lowest level).
+	 */
+	u32 nr_levels;
+	u32 lvl_flags[LAB_MAX_LEVELS];		/* LAB_SD_* */
+	u32 lvl_imbalance_pct[LAB_MAX_LEVELS];
+	u32 lvl_cache_nice_tries[LAB_MAX_LEVELS];
+	u32 lvl_imb_numa_nr[LAB_MAX_LEVELS];	/* sd->imb_numa_nr */
+	u32 cpu_order[LAB_MAX_CPUS];		/* CPUs by node, LLC, core */
+	u32 cpu_order_pos[LAB_MAX_CPUS];	/* each CPU's position in cpu_order[] */
+	u16 lvl_start[LAB_MAX_LEVELS][LAB_MAX_CPUS];	/* each CPU's domain: first position */
+	u16 lvl_size[LAB_MAX_LEVELS][LAB_MAX_CPUS];	/* ... and its CPUs */
 };
+
+/* The sched-domain flags the balancer reads (the kernel's SD_* of the same names). */
+#define LAB_SD_SHARE_CPUCAPACITY	0x1
+#define LAB_SD_SHARE_LLC		0x2
+#define LAB_SD_PREFER_SIBLING		0x4
+#define LAB_SD_NUMA			0x8
 
 #endif /* __LAB_INTF_H */

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#ifndef __LAB_DOMAINS_H
+#define __LAB_DOMAINS_H
+
+#include "select.h"
+
+/*
+ * The load balancer's decisions per sched domain (fair.c: update_sg_lb_stats()'s sums,
+ * group_classify(), update_sd_pick_busiest(), sibling_imbalance(), adjust_numa_imbalance(),
+ * calculate_imbalance(), sched_balance_find_src_group(), sched_balance_find_src_rq()'s choice,
+ * get_sd_balance_interval()).
+ *
+ * balance.bpf.h walks a domain's CPUs group by group, adds each CPU's facts with
+ * lab_sg_add_cpu(), and asks the functions here whether there is an imbalance, what kind and
+ * how much; src/domain_tests.rs pins them to the kernel's rules. No BPF helper is called here.
+ *
+ * Differs: no misfit, asym-packing or group_imbalanced (affinity) classes, no energy-aware
+ * shortcut, every CPU's capacity SCHED_CAPACITY_SCALE (capacities are not read).
+ */
+
+#define LAB_CAPACITY_SCALE	1024
+#define LAB_NUMA_IMBALANCE_MIN	2	/* a pair of communicating tasks */
+#define LAB_MAX_PINNED_INTERVAL	512	/* ms */
+#define LAB_BUSY_FACTOR		16	/* sd->busy_factor */
+
+/* enum cpu_idle_type */
+#define LAB_CPU_NOT_IDLE	0
+#define LAB_CPU_IDLE		1
+#define LAB_CPU_NEWLY_IDLE	2
+
+/* enum group_type, the kernel's order (misfit 2, asym 4, imbalanced 5 are not mirrored) */
+#define LAB_GROUP_HAS_SPARE	0
+#define LAB_GROUP_FULLY_BUSY	1
+#define LAB_GROUP_SMT_BALANCE	3
+#define LAB_GROUP_OVERLOADED	6
+
+/* enum migration_type */
+#define LAB_MIGRATE_LOAD	0
+#define LAB_MIGRATE_UTIL	1
+#define LAB_MIGRATE_TASK	2
+
+/* What the decisions read of one domain. */
+struct lab_sd {
+	u32 flags;		/* LAB_SD_* */
+	u32 imbalance_pct;
+	u32 imb_numa_nr;
+	u32 idle;		/* LAB_CPU_*: the balancing CPU's state */
+};
+
+/* One CPU's facts (update_sg_lb_stats()'s reads). */
+struct lab_lb_cpu {
+	u64 load;		/* cpu_load() */
+	u64 util;		/* cpu_util_cfs() */
+	u64 runnable;		/* cpu_runnable() */
+	u64 capacity;		/* capacity_of() */
+	u32 nr_running;		/* rq->nr_running */
+	u32 h_nr_runnable;	/* rq->cfs.h_nr_runnable */
+	u8 idle;		/* idle_cpu() */
+	u8 core_first;		/* the first CPU of its core in the group (counts sg->cores) */
+	u8 pad[6];
+};
+
+/* struct sg_lb_stats, and the group's own facts that the decisions read. */
+struct lab_sg_stats {
+	u64 avg_load;
+	u64 group_load;
+	u64 group_util;
+	u64 group_runnable;
+	u64 group_capacity;
+	u32 sum_nr_running;
+	u32 sum_h_nr_running;
+	u32 idle_cpus;
+	u32 group_weight;
+	u32 cores;		/* sg->cores */
+	u32 flags;		/* sg->flags: its child domain's LAB_SD_* */
+	u32 group_type;
+	u32 smt_balance;	/* group_smt_balance */
+	s32 first;		/* its first CPU in the domain's order; -1: none yet */
+	u32 size;		/* its CPUs */
+};
+
+/* struct sd_lb_stats. */
+struct lab_sd_lb {
+	struct lab_sg_stats local;
+	struct lab_sg_stats busiest;
+	u64 total_load;
+	u64 total_capacity;
+	u64 avg_load;
+	u32 has_busiest;
+	u32 prefer_sibling;
+};
+
+/* What sched_balance_find_src_group() concludes: move @imbalance of @migration_type. */
+struct lab_lb_verdict {
+	s64 imbalance;
+	u32 migration_type;
+	u32 pad;
+};
+
+LAB_INLINE void lab_sg_init(struct lab_sg_stats *sgs, u32 flags, s32 first)
+{
+	__builtin_memset(sgs, 0, sizeof(*sgs));
+	sgs->flags = flags;
+	sgs->first = first;
+}
+
+/* init_sd_lb_stats(): no busiest yet, which any group with a task beats. */
+LAB_INLINE void lab_sd_lb_init(struct lab_sd_lb *sds)
+{
+	__builtin_memset(sds, 0, sizeof(*sds));
+	sds->busiest.idle_cpus = (u32)-1;
+	sds->busiest.group_type = LAB_GROUP_HAS_SPARE;
+	sds->local.first = -1;
+	sds->busiest.first = -1;
+}
+
+/* update_sg_lb_stats()'s per-CPU sums. */
+LAB_INLINE void lab_sg_add_cpu(struct lab_sg_stats *sgs, const struct lab_lb_cpu *c)
+{
+	sgs->group_load += c->load;
+	sgs->group_util += c->util;
+	sgs->group_runnable += c->runnable;
+	sgs->group_capacity += c->capacity;
+	sgs->sum_h_nr_running += c->h_nr_runnable;
+	sgs->sum_nr_running += c->nr_running;
+	sgs->group_weight++;
+	sgs->size++;
+	sgs->cores += c->core_first;
+	if (!c->nr_running && c->idle)
+		sgs->idle_cpus++;
+}
+
+/* group_has_capacity() */
+LAB_INLINE bool lab_group_has_capacity(u32 pct, const struct lab_sg_stats *sgs)
+{
+	if (sgs->sum_nr_running < sgs->group_weight)
+		return true;
+	if (sgs->group_capacity * pct < sgs->group_runnable * 100)
+		return false;
+	return sgs->group_capacity * 100 > sgs->group_util * pct;
+}
+
+/* group_is_overloaded() */
+LAB_INLINE bool lab_group_is_overloaded(u32 pct, const struct lab_sg_stats *sgs)
+{
+	if (sgs->sum_nr_running <= sgs->group_weight)
+		return false;
+	if (sgs->group_capacity * 100 < sgs->group_util * pct)
+		return true;
+	return sgs->group_capacity * pct < sgs->group_runnable * 100;
+}
+
+/* group_classify() */
+LAB_INLINE u32 lab_group_classify(u32 pct, const struct lab_sg_stats *sgs)
+{
+	if (lab_group_is_overloaded(pct, sgs))
+		return LAB_GROUP_OVERLOADED;
+	if (sgs->smt_balance)
+		return LAB_GROUP_SMT_BALANCE;
+	if (!lab_group_has_capacity(pct, sgs))
+		return LAB_GROUP_FULLY_BUSY;
+	return LAB_GROUP_HAS_SPARE;
+}
+
+/*
+ * The end of update_sg_lb_stats() for a group whose CPUs have all been added: smt_balance() (a
+ * remote SMT core with more than one task, seen by an idle balancer), the class, and avg_load
+ * for an overloaded group.
+ */
+LAB_INLINE void lab_sg_finish(const struct lab_sd *sd, struct lab_sg_stats *sgs, bool local)
+{
+	if (!local && sd->idle != LAB_CPU_NOT_IDLE && (sgs->flags & LAB_SD_SHARE_CPUCAPACITY) &&
+	    sgs->sum_h_nr_running > 1)
+		sgs->smt_balance = 1;
+	sgs->group_type = lab_group_classify(sd->imbalance_pct, sgs);
+	if (sgs->group_type == LAB_GROUP_OVERLOADED && sgs->group_capacity)
+		sgs->avg_load = sgs->group_load * LAB_CAPACITY_SCALE / sgs->group_capacity;
+}
+
+/* smt_vs_nonsmt_groups(): one of the two groups is an SMT core and the other is not. */
+LAB_INLINE bool lab_smt_vs_nonsmt(u32 flags1, u32 flags2)
+{
+	return (flags1 & LAB_SD_SHARE_CPUCAPACITY) != (flags2 & LAB_SD_SHARE_CPUCAPACITY);
+}
+
+/* update_sd_pick_busiest(): is @sgs (not the local group) busier than @sds's busiest so far? */
+LAB_INLINE bool lab_update_sd_pick_busiest(const struct lab_sd_lb *sds, const struct lab_sg_stats *sgs)
+{
+	const struct lab_sg_stats *busiest = &sds->busiest;
+
+	if (!sgs->sum_h_nr_running)
+		return false;
+	if (sgs->group_type > busiest->group_type)
+		return true;
+	if (sgs->group_type < busiest->group_type)
+		return false;
+	switch (sgs->group_type) {
+	case LAB_GROUP_OVERLOADED:
+		return sgs->avg_load > busiest->avg_load;
+	case LAB_GROUP_SMT_BALANCE:
+		if (sgs->idle_cpus || busiest->idle_cpus)
+			goto has_spare;
+		/* fallthrough */
+	case LAB_GROUP_FULLY_BUSY:
+		if (sgs->avg_load < busiest->avg_load)
+			return false;
+		if (sgs->avg_load == busiest->avg_load && sds->has_busiest &&
+		    (busiest->flags & LAB_SD_SHARE_CPUCAPACITY))
+			return false;
+		return true;
+	default: /* LAB_GROUP_HAS_SPARE */
+		if (sds->has_busiest && lab_smt_vs_nonsmt(busiest->flags, sgs->flags))
+			return !((sgs->flags & LAB_SD_SHARE_CPUCAPACITY) && sgs->sum_h_nr_running <= 1);
+has_spare:
+		if (sgs->idle_cpus > busiest->idle_cpus)
+			return false;
+		if (sgs->idle_cpus == busiest->idle_cpus &&
+		    sgs->sum_nr_running <= busiest->sum_nr_running)
+			return false;
+		return true;
+	}
+}
+
+/* The end of a group in update_sd_lb_stats(): its class; the local group kept, another one kept
+ * if it is the busiest so far; the domain's totals; prefer_sibling from the busiest group's
+ * flags (its child domain's). */
+LAB_INLINE void lab_sd_lb_group_done(const struct lab_sd *sd, struct lab_sd_lb *sds,
+				     struct lab_sg_stats *sgs, bool local)
+{
+	lab_sg_finish(sd, sgs, local);
+	if (local) {
+		sds->local = *sgs;
+	} else if (lab_update_sd_pick_busiest(sds, sgs)) {
+		sds->busiest = *sgs;
+		sds->has_busiest = 1;
+	}
+	sds->total_load += sgs->group_load;
+	sds->total_capacity += sgs->group_capacity;
+	sds->prefer_sibling = sds->has_busiest && (sds->busiest.flags & LAB_SD_PREFER_SIBLING);
+}
+
+/* sibling_imbalance(): the tasks to move so that both groups run as many per core. */
+LAB_INLINE s64 lab_sibling_imbalance(const struct lab_sd *sd, const struct lab_sd_lb *sds)
+{
+	const struct lab_sg_stats *busiest = &sds->busiest, *local = &sds->local;
+	s64 nb = busiest->cores, nl = local->cores, imb;
+
+	if (sd->idle == LAB_CPU_NOT_IDLE || !busiest->sum_nr_running)
+		return 0;
+	if (nb == nl) {
+		imb = (s64)busiest->sum_nr_running - local->sum_nr_running;
+		return imb > 0 ? imb : 0;
+	}
+	imb = nl * busiest->sum_nr_running - nb * local->sum_nr_running;
+	if (imb < 0)
+		imb = 0;
+	imb = (2 * imb + nl + nb) / (nl + nb);
+	if (imb <= 1 && !local->sum_nr_running && busiest->sum_nr_running > 1)
+		imb = 2;
+	return imb;
+}
+
+/* adjust_numa_imbalance(): a destination running at most imb_numa_nr tasks may stay behind by a
+ * communicating pair. */
+LAB_INLINE s64 lab_adjust_numa_imbalance(s64 imbalance, u32 dst_running, u32 imb_numa_nr)
+{
+	if (dst_running > imb_numa_nr)
+		return imbalance;
+	return imbalance <= LAB_NUMA_IMBALANCE_MIN ? 0 : imbalance;
+}
+
+/* calculate_imbalance(), for the group types the lab has. */
+LAB_INLINE void lab_calculate_group_imbalance(const struct lab_sd *sd, struct lab_sd_lb *sds,
+					      struct lab_lb_verdict *v)
+{
+	struct lab_sg_stats *local = &sds->local, *busiest = &sds->busiest;
+	s64 a, b;
+
+	if (busiest->group_type == LAB_GROUP_SMT_BALANCE) {
+		v->migration_type = LAB_MIGRATE_TASK;
+		v->imbalance = 1;
+		return;
+	}
+	if (local->group_type == LAB_GROUP_HAS_SPARE) {
+		if (busiest->group_type > LAB_GROUP_FULLY_BUSY && !(sd->flags & LAB_SD_SHARE_LLC)) {
+			u64 room = local->group_capacity > local->group_util ? local->group_capacity :
+									       local->group_util;
+
+			v->migration_type = LAB_MIGRATE_UTIL;
+			v->imbalance = (s64)(room - local->group_util);
+			if (sd->idle != LAB_CPU_NOT_IDLE && !v->imbalance) {
+				v->migration_type = LAB_MIGRATE_TASK;
+				v->imbalance = 1;
+			}
+			return;
+		}
+		v->migration_type = LAB_MIGRATE_TASK;
+		if (busiest->group_weight == 1 || sds->prefer_sibling) {
+			v->imbalance = lab_sibling_imbalance(sd, sds);
+		} else {
+			a = (s64)local->idle_cpus - (s64)busiest->idle_cpus;
+			v->imbalance = a > 0 ? a : 0;
+		}
+		if (sd->flags & LAB_SD_NUMA)
+			v->imbalance = lab_adjust_numa_imbalance(v->imbalance,
+								 local->sum_nr_running + 1,
+								 sd->imb_numa_nr);
+		v->imbalance >>= 1;
+		return;
+	}
+	if (local->group_type < LAB_GROUP_OVERLOADED) {
+		local->avg_load = local->group_capacity ?
+			local->group_load * LAB_CAPACITY_SCALE / local->group_capacity : 0;
+		if (local->avg_load >= busiest->avg_load) {
+			v->imbalance = 0;
+			return;
+		}
+		sds->avg_load = sds->total_capacity ?
+			sds->total_load * LAB_CAPACITY_SCALE / sds->total_capacity : 0;
+		if (local->avg_load >= sds->avg_load) {
+			v->imbalance = 0;
+			return;
+		}
+	}
+	v->migration_type = LAB_MIGRATE_LOAD;
+	a = ((s64)busiest->avg_load - (s64)sds->avg_load) * (s64)busiest->group_capacity;
+	b = ((s64)sds->avg_load - (s64)local->avg_load) * (s64)local->group_capacity;
+	v->imbalance = (a < b ? a : b) / LAB_CAPACITY_SCALE;
+}
+
+/*
+ * sched_balance_find_src_group() once update_sd_lb_stats() has filled @sds: is there a busiest
+ * group worth pulling from, and how much? Follows the kernel's decision matrix.
+ */
+LAB_INLINE bool lab_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds,
+				   struct lab_lb_verdict *v)
+{
+	struct lab_sg_stats *local = &sds->local, *busiest = &sds->busiest;
+
+	v->imbalance = 0;
+	v->migration_type = LAB_MIGRATE_LOAD;
+	if (!sds->has_busiest)
+		return false;
+	if (local->group_type > busiest->group_type)
+		return false;
+	if (local->group_type == LAB_GROUP_OVERLOADED) {
+		if (local->avg_load >= busiest->avg_load)
+			return false;
+		sds->avg_load = sds->total_capacity ?
+			sds->total_load * LAB_CAPACITY_SCALE / sds->total_capacity : 0;
+		if (local->avg_load >= sds->avg_load)
+			return false;
+		if (100 * busiest->avg_load <= (u64)sd->imbalance_pct * local->avg_load)
+			return false;
+	}
+	if (sds->prefer_sibling && local->group_type == LAB_GROUP_HAS_SPARE &&
+	    lab_sibling_imbalance(sd, sds) > 1)
+		goto force;
+	if (busiest->group_type != LAB_GROUP_OVERLOADED) {
+		if (sd->idle == LAB_CPU_NOT_IDLE)
+			return false;
+		if (busiest->group_type == LAB_GROUP_SMT_BALANCE &&
+		    lab_smt_vs_nonsmt(local->flags, busiest->flags))
+			goto force;
+		if (busiest->group_weight > 1 && local->idle_cpus <= busiest->idle_cpus + 1)
+			return false;
+		if (busiest->sum_h_nr_running == 1)
+			return false;
+	}
+force:
+	lab_calculate_group_imbalance(sd, sds, v);
+	return v->imbalance > 0;
+}
+
+/* The best source so far of sched_balance_find_src_rq(). */
+struct lab_src_best {
+	u64 load;
+	u64 capacity;
+	u64 util;
+	u32 nr;
+	s32 cpu;
+};
+
+LAB_INLINE void lab_src_best_init(struct lab_src_best *b)
+{
+	b->load = 0;
+	b->capacity = 1;
+	b->util = 0;
+	b->nr = 0;
+	b->cpu = -1;
+}
+
+/* sched_balance_find_src_rq(), one CPU of the busiest group: is @c (CPU @cpu) the busiest so far
+ * for @v's kind of migration? A CPU with no runnable entity of ours never is. Differs: no
+ * reduced-capacity exception (capacities are equal). */
+LAB_INLINE bool lab_find_src_rq_cpu(const struct lab_lb_verdict *v, const struct lab_lb_cpu *c,
+				    s32 cpu, struct lab_src_best *b)
+{
+	u32 nr = c->h_nr_runnable;
+
+	if (!nr)
+		return false;
+	switch (v->migration_type) {
+	case LAB_MIGRATE_LOAD:
+		if (nr == 1 && (s64)c->load > v->imbalance)
+			return false;
+		if (c->load * b->capacity <= b->load * c->capacity)
+			return false;
+		b->load = c->load;
+		b->capacity = c->capacity;
+		break;
+	case LAB_MIGRATE_UTIL:
+		if (nr <= 1 || b->util >= c->util)
+			return false;
+		b->util = c->util;
+		break;
+	default:
+		if (b->nr >= nr)
+			return false;
+		b->nr = nr;
+		break;
+	}
+	b->cpu = cpu;
+	return true;
+}
+
+/* detach_tasks()' rule for one candidate of load or utilisation @amount (1 for a task count):
+ * does it fit what is left of the imbalance, halved for every failed balance? */
+LAB_INLINE bool lab_detach_fits(u32 migration_type, s64 amount, u32 nr_balance_failed,
+				s64 imbalance, bool lb_min)
+{
+	u32 shift = nr_balance_failed < 63 ? nr_balance_failed : 63;
+
+	switch (migration_type) {
+	case LAB_MIGRATE_LOAD:
+		if (amount < 1)
+			amount = 1;
+		if (lb_min && amount < 16 && !nr_balance_failed)
+			return false;
+		return (amount >> shift) <= imbalance;
+	case LAB_MIGRATE_UTIL:
+		return (amount >> shift) <= imbalance;
+	default:
+		return true;
+	}
+}
+
+/* need_active_balance()'s imbalanced_active_balance(): a task imbalance that the balance has
+ * failed to move cache_nice_tries + 3 times in a row moves a running task. */
+LAB_INLINE bool lab_need_active_balance(u32 migration_type, u32 nr_balance_failed,
+					u32 cache_nice_tries)
+{
+	return migration_type == LAB_MIGRATE_TASK && nr_balance_failed > cache_nice_tries + 2;
+}
+
+/* get_sd_balance_interval(), in ms: the domain's interval, times busy_factor on a busy CPU less
+ * one tick, within 1 tick and max_load_balance_interval (HZ * CPUs / 10 ticks). */
+LAB_INLINE u64 lab_sd_balance_interval_ms(u32 balance_interval, bool busy, u32 tick_ms,
+					  u32 nr_online)
+{
+	u64 ms = balance_interval, max = (u64)nr_online * 100;
+
+	if (busy)
+		ms = ms * LAB_BUSY_FACTOR - tick_ms;
+	if (ms < tick_ms)
+		ms = tick_ms;
+	if (max < tick_ms)
+		max = tick_ms;
+	return ms > max ? max : ms;
+}
+
+#endif /* __LAB_DOMAINS_H */
