@@ -206,6 +206,20 @@ pub struct Metrics {
     pub pull_periodic: u64,
     #[stat(desc = "idle CPUs kicked to pull from a busy one")]
     pub nohz_kick: u64,
+    #[stat(desc = "tasks pulled by a periodic or idle balance of an SMT domain")]
+    pub lb_smt: u64,
+    #[stat(desc = "tasks pulled by a periodic or idle balance of an MC (LLC) domain")]
+    pub lb_mc: u64,
+    #[stat(desc = "tasks pulled by a periodic or idle balance of a PKG (node) domain")]
+    pub lb_pkg: u64,
+    #[stat(desc = "tasks pulled by a periodic or idle balance of a NUMA domain")]
+    pub lb_numa: u64,
+    #[stat(desc = "running tasks pushed to an idle CPU (active balance)")]
+    pub lb_active: u64,
+    #[stat(desc = "balance passes that found an imbalance and moved nothing")]
+    pub lb_failed: u64,
+    #[stat(desc = "idle balances run by a kicked CPU for the idle CPUs")]
+    pub nohz_balance: u64,
     #[stat(desc = "CPUs taken by a higher class (RT, deadline): ops.cpu_release")]
     pub cpu_release: u64,
     #[stat(desc = "tasks in the local DSQ of a taken CPU that moved to an idle CPU")]
@@ -385,6 +399,13 @@ pub const COUNTERS: &[&str] = &[
     "pull_newidle",
     "pull_periodic",
     "nohz_kick",
+    "lb_smt",
+    "lb_mc",
+    "lb_pkg",
+    "lb_numa",
+    "lb_active",
+    "lb_failed",
+    "nohz_balance",
     "cpu_release",
     "reenq_moved",
     "cpu_online",
@@ -564,14 +585,20 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "balance migrations {} newidle {} (gated {}, nothing to pull {}) pulled: newidle {} periodic {} | nohz kicks {}",
+            "balance migrations {} newidle {} (gated {}, nothing to pull {}) pulled: newidle {} periodic {} | nohz kicks {} idle balances {}",
             self.migrations,
             self.newidle,
             self.newidle_gated,
             self.newidle_idle,
             self.pull_newidle,
             self.pull_periodic,
-            self.nohz_kick
+            self.nohz_kick,
+            self.nohz_balance
+        )?;
+        writeln!(
+            w,
+            "domains pulled: SMT {} MC {} PKG {} NUMA {} | active {} | failed passes {}",
+            self.lb_smt, self.lb_mc, self.lb_pkg, self.lb_numa, self.lb_active, self.lb_failed
         )?;
         writeln!(
             w,

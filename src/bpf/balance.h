@@ -3,11 +3,10 @@
 #define __LAB_BALANCE_H
 
 #include "select.h"
-#include "domains.h"
 
 /*
  * Balancing decisions over a snapshot (fair.c: can_migrate_task(), task_hot(),
- * task_is_ineligible_on_dst_cpu(), find_busiest_queue(), calculate_imbalance(), detach_tasks()'s
+ * task_is_ineligible_on_dst_cpu(), find_busiest_queue() for newidle, detach_tasks()'s
  * migrate_load rule).
  *
  * balance.bpf.h reads the facts of the puller, the source queue and each candidate task and
@@ -180,15 +179,7 @@ LAB_INLINE bool lab_busier(const struct lab_cpu_snap *c, s32 this_cpu, u32 this_
 	return lab_nr_busy(c) > best_nr;
 }
 
-/*
- * calculate_imbalance() for an overloaded LLC: move at most what brings both the busiest and
- * the puller to the LLC's average load. <= 0: nothing to move.
- */
-LAB_INLINE s64 lab_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load)
-{
-	s64 above = busiest_load - avg_load, below = avg_load - this_load;
-
-	return above < below ? above : below;
-}
+/* The per-domain decisions, which use the rules above. */
+#include "domains.h"
 
 #endif /* __LAB_BALANCE_H */

@@ -2,7 +2,7 @@
 #ifndef __LAB_DOMAINS_H
 #define __LAB_DOMAINS_H
 
-#include "select.h"
+/* Included by balance.h, after the rules it uses (lab_migrate_load_fits()). */
 
 /*
  * The load balancer's decisions per sched domain (fair.c: update_sg_lb_stats()'s sums,
@@ -433,11 +433,7 @@ LAB_INLINE bool lab_detach_fits(u32 migration_type, s64 amount, u32 nr_balance_f
 
 	switch (migration_type) {
 	case LAB_MIGRATE_LOAD:
-		if (amount < 1)
-			amount = 1;
-		if (lb_min && amount < 16 && !nr_balance_failed)
-			return false;
-		return (amount >> shift) <= imbalance;
+		return lab_migrate_load_fits(amount, nr_balance_failed, imbalance, lb_min);
 	case LAB_MIGRATE_UTIL:
 		return (amount >> shift) <= imbalance;
 	default:

@@ -38,7 +38,7 @@ struct lab_rq {
 	u8 released;		/* a higher class (RT, deadline) holds the CPU: ops.cpu_release */
 	u8 offline;		/* the CPU is offline: ops.cpu_offline */
 	u8 lazy;		/* TIF_NEED_RESCHED_LAZY: the next tick reschedules */
-	u8 pad2;
+	u8 nohz_ilb;		/* kicked as the idle load balancer (NOHZ_BALANCE_KICK) */
 	/* pull_candidates()' count of candidates, kept here (under the lock) rather than in a
 	 * register: a count carried from one iteration to the next would keep the BPF verifier
 	 * from seeing the scan converge. */
@@ -52,7 +52,8 @@ struct lab_rq {
 	/* The performance target last handed to cpufreq (cpufreq_update_util(), CPUFREQ):
 	 * 0..1024, 1024 (sched_ext's own at attach) until the CPU first hands one over. */
 	u32 perf_target;
-	u32 pad3;
+	/* An active balance asked for (1 + the CPU to push the running task to; 0: none). */
+	u32 push_cpu;
 } __attribute__((aligned(64)));
 
 #endif /* __LAB_EEVDF_H */

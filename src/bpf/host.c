@@ -259,10 +259,6 @@ s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, boo
 	}
 	return best;
 }
-s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load)
-{
-	return lab_calculate_imbalance(busiest_load, this_load, avg_load);
-}
 
 /* Sched domains (domains.h): update_sd_lb_stats() over @nr CPUs whose groups are runs of equal
  * @group ids, @local the balancing CPU's group, @flags each group's flags (indexed by its id). */

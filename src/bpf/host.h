@@ -99,7 +99,6 @@ bool host_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env, const stru
 u32 host_can_migrate_task(const struct lab_lb_env *env, const struct lab_lb_task *t);
 bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool lb_min);
 s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc);
-s64 host_calculate_imbalance(s64 busiest_load, s64 this_load, s64 avg_load);
 void host_sd_lb_stats(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
 		      u32 nr, u32 local, const u32 *flags, struct lab_sd_lb *sds);
 bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct lab_lb_verdict *v);

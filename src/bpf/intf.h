@@ -176,6 +176,13 @@ enum lab_stat {
 	LAB_ST_PULL_NEWIDLE,		/* tasks pulled by a newidle balance */
 	LAB_ST_PULL_PERIODIC,		/* tasks pulled by the periodic balance */
 	LAB_ST_NOHZ_KICK,		/* idle CPUs kicked to pull from a busy one */
+	LAB_ST_LB_SMT,			/* tasks pulled by a periodic or idle balance of an SMT domain */
+	LAB_ST_LB_MC,			/* ... of an MC (LLC) domain */
+	LAB_ST_LB_PKG,			/* ... of a PKG (node) domain */
+	LAB_ST_LB_NUMA,			/* ... of a NUMA domain */
+	LAB_ST_LB_ACTIVE,		/* running tasks pushed to an idle CPU (active balance) */
+	LAB_ST_LB_FAILED,		/* balance passes that found an imbalance and moved nothing */
+	LAB_ST_NOHZ_BALANCE,		/* idle balances run by a kicked CPU for the idle CPUs */
 	LAB_ST_CPU_RELEASE,		/* CPUs taken by a higher class (ops.cpu_release) */
 	LAB_ST_REENQ_MOVED,		/* tasks of a taken CPU's local DSQ moved to an idle CPU */
 	LAB_ST_CPU_ONLINE,		/* CPUs that came online (no reload) */

@@ -128,7 +128,7 @@ struct task_ctx {
 	u8 repick;		/* LAB_REPICK_*: lab_enqueue_task() left its pick to lab_enqueue_repick() */
 	u8 pad[2];
 	u32 repick_curr;	/* the running entity that pick is to judge the wakee against */
-	u32 pad_bw;
+	u32 push_to;		/* 1 + the CPU an active balance pushes it to when it is put back */
 	u64 bw_exec;		/* its sum_exec_runtime already charged to its groups' cpu.max */
 };
 
@@ -147,10 +147,19 @@ struct {
 } task_ctx_stor SEC(".maps");
 
 /* Per-CPU copy of the knobs, refreshed when their sequence number moves; balance pacing. */
+/* A CPU's own copy of a sched domain's balancing state (struct sched_domain's). */
+struct lab_sd_state {
+	u64 last_balance;	/* ns */
+	u32 balance_interval;	/* ms; 0: not set up yet (min_interval) */
+	u32 nr_balance_failed;
+};
+
 struct lab_cpu {
 	u64 knob_seq;
 	struct lab_params params;
 	u32 balance_ticks;
+	struct lab_sd_state sd[LAB_MAX_LEVELS];
+	u64 next_balance;	/* rq->next_balance: the earliest balance due at an idle level (ns) */
 } __attribute__((aligned(64)));
 struct lab_cpu lab_cpus[LAB_MAX_CPUS];
 
@@ -371,7 +380,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tc = tctx_get(p);
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = scx_bpf_task_cpu(p), to = -1;
 	u32 wk = LAB_WK_INSERT;
 	lab_pool_t *pool;
 	struct lab_rq *rq;
@@ -399,21 +408,39 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		wk |= LAB_WK_NORMAL;
 	tc->wake_flags = 0;
 
-	/* Back from the local DSQ of a CPU that a higher class took (ops.cpu_release): an idle CPU
-	 * the task may run on takes it now; without one it waits here for the balancer. */
-	if (enq_flags & SCX_ENQ_REENQ) {
+	/* Moved before it joins a queue: the running task that ops.dispatch let go for an active
+	 * balance (sched_balance_rq()'s stopper work) goes to the CPU that asked for it; a task back
+	 * from the local DSQ of a CPU that a higher class took (ops.cpu_release) goes to an idle CPU
+	 * it may run on, else waits here for the balancer. Either keeps its lag. */
+	if (tc->push_to) {
+		s32 dst = (s32)tc->push_to - 1;
+
+		tc->push_to = 0;
+		if (dst != cpu && dst < (s32)topo.nr_cpus && !cpu_offline(dst) &&
+		    bpf_cpumask_test_cpu(dst, p->cpus_ptr)) {
+			stat_inc(LAB_ST_LB_ACTIVE);
+			to = dst;
+			/* Its queue may be busy: then the CPU decides again after the join. */
+			enq_flags |= SCX_ENQ_LAST;
+		}
+	} else if (enq_flags & SCX_ENQ_REENQ) {
 		s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 
 		if (idle >= 0 && idle != cpu && !cpu_offline(idle)) {
 			stat_inc(LAB_ST_REENQ_MOVED);
-			lab_leave(tc->slot, scx_bpf_now(), 1);
-			if (enqueue_task(tc, idle, LAB_WK_IF_IDLE | LAB_WK_INSERT,
-					 task_custom_slice(p), LAB_WK_ALL) == LAB_ENQ_INSERT) {
-				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, LAB_SLICE_NS, enq_flags);
-				return;
-			}
-			cpu = idle;
+			to = idle;
 		}
+	}
+	if (to >= 0) {
+		lab_leave(tc->slot, scx_bpf_now(), 1);
+		if (enqueue_task(tc, to, LAB_WK_IF_IDLE | LAB_WK_INSERT, task_custom_slice(p),
+				 LAB_WK_ALL) == LAB_ENQ_INSERT) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | to, LAB_SLICE_NS, enq_flags);
+			return;
+		}
+		/* Joins that queue below; nothing goes into this CPU's local DSQ. */
+		cpu = to;
+		wk &= ~LAB_WK_INSERT;
 	}
 
 	/* cpu.max (CPU_MAX): a task of a group throttled here that a tick found in user space
@@ -524,10 +551,23 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	s32 prev_pid = 0;
 	u64 total = 0;
 	long slot;
-	u32 i;
+	u32 i, push;
 
 	if (!rq)
 		return;
+	/* Kicked by the nohz idle balance: this CPU's idle balance first (into its queue). */
+	if (READ_ONCE(rq->nohz_ilb)) {
+		WRITE_ONCE(rq->nohz_ilb, 0);
+		nohz_idle_balance(cpu, rq, scx_bpf_now());
+	}
+	/* An active balance asked for this CPU's running task: marked here, let go below, moved by
+	 * ops.enqueue when the core puts it back. */
+	if ((push = READ_ONCE(rq->push_cpu))) {
+		WRITE_ONCE(rq->push_cpu, 0);
+		if (prev && (tc = tctx_get(prev)) && push - 1 < topo.nr_cpus &&
+		    !prev->migration_disabled && bpf_cpumask_test_cpu(push - 1, prev->cpus_ptr))
+			tc->push_to = push;
+	}
 	/* Held tasks that a refill lets out rejoin first. */
 	limbo_release_pending(cpu, rq);
 	/* An empty queue has nothing to pick (a running prev of ours would still be queued). */
@@ -540,6 +580,9 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	bpf_for(i, 0, LAB_DISPATCH_PICKS) {
 		slot = lab_dispatch_pick(cpu, total, prev_pid, scx_bpf_now());
 		if (slot == LAB_PICK_KEEP && prev) {
+			/* A prev an active balance pushes is not kept: ops.enqueue moves it. */
+			if ((tc = tctx_get(prev)) && tc->push_to)
+				return;
 			/* A throttled prev is not kept: ops.enqueue holds it (SCX_ENQ_LAST). */
 			if (bw_enabled() && (tc = tctx_get(prev)) && bw_hold(prev, SE(pool_get(), tc->slot), cpu))
 				return;
@@ -609,6 +652,7 @@ void BPF_STRUCT_OPS(lab_running, struct task_struct *p)
 	if (!se->on_rq || se->cpu != cpu || se->delayed)
 		join_queue(p, cpu, 0);
 	se->migrated = 0;
+	tc->push_to = 0;
 	/* cpu.max charges what it runs from here; a task let out of the limbo may be held again. */
 	tc->bw_exec = p->se.sum_exec_runtime;
 	se->bw_exempt = 0;
