@@ -31,6 +31,21 @@ fn idle() -> lab_lb_cpu {
     }
 }
 
+/// A core's first CPU running two tasks of load @load together: full utilisation, twice the
+/// runnable average.
+fn overloaded(load: u64) -> lab_lb_cpu {
+    lab_lb_cpu {
+        load,
+        util: 1024,
+        runnable: 2048,
+        capacity: 1024,
+        nr_running: 2,
+        h_nr_runnable: 2,
+        core_first: 1,
+        ..Default::default()
+    }
+}
+
 /// The first CPU of a core in its group (what sg->cores counts).
 fn first(mut c: lab_lb_cpu) -> lab_lb_cpu {
     c.core_first = 1;
@@ -163,16 +178,7 @@ fn smt_core_gives_a_task_to_an_idle_core() {
 /// to the domain's average (calculate_imbalance()'s migrate_load).
 #[test]
 fn overloaded_groups_balance_load() {
-    let two = |load: u64| lab_lb_cpu {
-        load,
-        util: 1024,
-        runnable: 2048,
-        capacity: 1024,
-        nr_running: 2,
-        h_nr_runnable: 2,
-        core_first: 1,
-        ..Default::default()
-    };
+    let two = overloaded;
     let group = [0, 1];
     let d = sd(MC, LAB_CPU_NOT_IDLE);
     // 3072 vs 2048: 3072 * 100 > 2048 * 117; average 2560: move 512.
@@ -188,16 +194,7 @@ fn overloaded_groups_balance_load() {
 /// inside an LLC the tasks are spread by count instead (the SD_SHARE_LLC exception).
 #[test]
 fn spare_room_pulls_utilisation_across_llcs() {
-    let over = lab_lb_cpu {
-        load: 2048,
-        util: 1024,
-        runnable: 2048,
-        capacity: 1024,
-        nr_running: 2,
-        h_nr_runnable: 2,
-        core_first: 1,
-        ..Default::default()
-    };
+    let over = overloaded(2048);
     let half = lab_lb_cpu {
         util: 300,
         ..first(busy(300))

@@ -566,7 +566,7 @@ __noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
 			gflags = lb_group_of(c, l, &gstart, &gsize);
 			gend = gstart + gsize;
 			local = dpos >= gstart && dpos < gend;
-			lab_sg_init(&sc->cur, gflags, (s32)gstart);
+			lab_sg_init(&sc->cur, gflags, (s32)gstart, gsize);
 		}
 		if (!cpu_offline(c)) {
 			lb_cpu_read(c, idle, util_est, &sc->c);

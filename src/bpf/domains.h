@@ -76,7 +76,7 @@ struct lab_sg_stats {
 	u32 group_type;
 	u32 smt_balance;	/* group_smt_balance */
 	s32 first;		/* its first CPU in the domain's order; -1: none yet */
-	u32 size;		/* its CPUs */
+	u32 size;		/* its span: positions from @first, offline CPUs included */
 };
 
 /* struct sd_lb_stats. */
@@ -97,11 +97,12 @@ struct lab_lb_verdict {
 	u32 pad;
 };
 
-LAB_INLINE void lab_sg_init(struct lab_sg_stats *sgs, u32 flags, s32 first)
+LAB_INLINE void lab_sg_init(struct lab_sg_stats *sgs, u32 flags, s32 first, u32 size)
 {
 	__builtin_memset(sgs, 0, sizeof(*sgs));
 	sgs->flags = flags;
 	sgs->first = first;
+	sgs->size = size;
 }
 
 /* init_sd_lb_stats(): no busiest yet, which any group with a task beats. */
@@ -124,7 +125,6 @@ LAB_INLINE void lab_sg_add_cpu(struct lab_sg_stats *sgs, const struct lab_lb_cpu
 	sgs->sum_h_nr_running += c->h_nr_runnable;
 	sgs->sum_nr_running += c->nr_running;
 	sgs->group_weight++;
-	sgs->size++;
 	sgs->cores += c->core_first;
 	if (!c->nr_running && c->idle)
 		sgs->idle_cpus++;

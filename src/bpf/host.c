@@ -270,8 +270,13 @@ void host_sd_lb_stats(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, co
 
 	lab_sd_lb_init(sds);
 	for (i = 0; i < nr; i++) {
-		if (!i || group[i] != group[i - 1])
-			lab_sg_init(&sgs, flags[group[i]], (s32)i);
+		if (!i || group[i] != group[i - 1]) {
+			u32 n = 1;
+
+			while (i + n < nr && group[i + n] == group[i])
+				n++;
+			lab_sg_init(&sgs, flags[group[i]], (s32)i, n);
+		}
 		lab_sg_add_cpu(&sgs, &cpus[i]);
 		if (i + 1 == nr || group[i + 1] != group[i])
 			lab_sd_lb_group_done(sd, sds, &sgs, group[i] == local);
