@@ -1,5 +1,5 @@
 //! Host tests of the per-domain balancing decisions in src/bpf/domains.h (the same C that
-//! balance.bpf.h runs over the real CPUs): group classes, the busiest group, the kernel's
+//! sd_balance.bpf.h runs over the real CPUs): group classes, the busiest group, the kernel's
 //! decision matrix of sched_balance_find_src_group(), calculate_imbalance() with the NUMA
 //! allowance, the busiest CPU and the balance intervals. Each case is worked out by hand from
 //! fair.c's rules on the VM's multi-level shape (two nodes of two SMT-2 cores) unless it says

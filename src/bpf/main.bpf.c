@@ -300,6 +300,7 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
 #include "slots.bpf.h"
 #include "select.bpf.h"
 #include "balance.bpf.h"
+#include "sd_balance.bpf.h"
 #include "bandwidth.bpf.h"
 #include "cgroup.bpf.h"
 #include "dump.bpf.h"

@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Balancing per sched domain: sched_balance_domains(), sched_balance_rq() and the nohz idle
+ * balance, level by level over the topology's domains (struct lab_topo's levels), with each
+ * CPU's own domain state in lab_cpus[].sd. The decisions are domains.h's (host-tested); here
+ * the facts are gathered with kfuncs and the pulls go through balance.bpf.h. Included by
+ * main.bpf.c after balance.bpf.h.
+ *
+ *  - a busy CPU's tick (sched_balance_trigger()): nohz_balancer_kick(), then every level whose
+ *    interval has passed, in the CPU_NOT_IDLE state; every LAB_BALANCE_TICKS ticks the pull
+ *    from a CPU that a higher class took (release_balance());
+ *  - an idle CPU that the kick woke balances its due levels in the CPU_IDLE state and passes
+ *    the kick on to the next idle CPU whose balance is due;
+ *  - a task imbalance that fails cache_nice_tries + 3 times in a row pushes the source's
+ *    running task (active balance).
+ *
+ * The domain walks are global subprograms with their working set in a per-CPU scratch map: the
+ * verifier checks each once, and their loops and locals stay off the callers' stacks.
+ */
+
+/* sched_balance_rq()'s answers: should_we_balance() said another CPU of this group balances
+ * (stop going up). */
+#define LAB_LB_STOP	2
+
+/* update_sd_lb_stats()' working set, one per CPU (too big for the BPF stack). */
+struct lab_lb_scratch {
+	struct lab_sd_lb sds;
+	struct lab_sg_stats cur;
+	struct lab_lb_cpu c;
+	struct lab_sd sd;		/* sched_balance_rq()'s, off the deepest call chain's stack */
+	struct lab_lb_verdict v;
+	s32 src;			/* the busiest CPU found */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct lab_lb_scratch);
+} lb_scratch SEC(".maps");
+
+/* nohz.next_balance: the earliest balance due on an idle CPU (ns). */
+u64 nohz_next_balance;
+
+static __always_inline struct lab_lb_scratch *lb_scratch_get(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&lb_scratch, &zero);
+}
+
+/* What the decisions know of @cpu's domain at @level for a balancing CPU in state @idle. */
+static __always_inline void lb_sd(u32 level, u32 idle, struct lab_sd *sd)
+{
+	u32 l = level & (LAB_MAX_LEVELS - 1);
+
+	sd->flags = topo.lvl_flags[l];
+	sd->imbalance_pct = topo.lvl_imbalance_pct[l];
+	sd->imb_numa_nr = topo.lvl_imb_numa_nr[l];
+	sd->idle = idle;
+}
+
+/* The group of @cpu in its domain at @level: the domain of the level below (the CPU alone at the
+ * lowest level), as its first position in cpu_order[] and its size. Returns its flags. */
+static __always_inline u32 lb_group_of(s32 cpu, u32 level, u32 *start, u32 *size)
+{
+	u32 c = cpu & (LAB_MAX_CPUS - 1), below = (level - 1) & (LAB_MAX_LEVELS - 1);
+
+	if (!level) {
+		*start = topo.cpu_order_pos[c];
+		*size = 1;
+		return 0;
+	}
+	*start = topo.lvl_start[below][c];
+	*size = topo.lvl_size[below][c];
+	return topo.lvl_flags[below];
+}
+
+/* update_sg_lb_stats()'s reads of one CPU: its queue counts (rq->nr_running counts the higher
+ * class's task of a taken CPU too), load, utilisation and runnable averages, and idle_cpu(). */
+static __always_inline void lb_cpu_read(s32 cpu, const struct cpumask *idle, bool util_est,
+					struct lab_lb_cpu *c)
+{
+	struct lab_rq *rq = rq_get(cpu);
+	u32 q, d;
+
+	__builtin_memset(c, 0, sizeof(*c));
+	c->capacity = LAB_CAPACITY_SCALE;
+	if (!rq)
+		return;
+	q = READ_ONCE(rq->cfs.nr_queued);
+	d = READ_ONCE(rq->cfs.nr_delayed);
+	c->nr_running = q + (READ_ONCE(rq->released) ? 1 : 0);
+	c->h_nr_runnable = q > d ? q - d : 0;
+	c->load = READ_ONCE(rq->cfs.avg.load_avg);
+	c->util = cpu_util_cfs(&rq->cfs, util_est);
+	c->runnable = READ_ONCE(rq->cfs.avg.runnable_avg);
+	c->idle = idle && bpf_cpumask_test_cpu(cpu, idle) && !q;
+}
+
+/* The first CPU of @cpu's core (what sg->cores counts once per core). */
+static __always_inline bool lb_core_first(s32 cpu)
+{
+	u32 core = topo.cpu_core[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+
+	return topo.core_cpus[topo.core_start[core] & (LAB_MAX_CPUS - 1)] == (u32)cpu;
+}
+
+/*
+ * Mirrors update_sd_lb_stats(): the local group's and the busiest group's statistics of @dst's
+ * domain at @level, into this CPU's scratch. Offline CPUs are left out (the kernel's
+ * cpu_active_mask). A global subprogram: verified once, its loop off the callers' stacks.
+ */
+__noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
+{
+	u32 l = level & (LAB_MAX_LEVELS - 1), d = dst & (LAB_MAX_CPUS - 1);
+	u32 start = topo.lvl_start[l][d], size = topo.lvl_size[l][d];
+	u32 dpos = topo.cpu_order_pos[d], gend = 0, i;
+	struct lab_lb_scratch *sc = lb_scratch_get();
+	const struct cpumask *idle;
+	bool util_est, local = false;
+	struct lab_sd sd;
+
+	if (!sc)
+		return 0;
+	lb_sd(l, idle_type, &sd);
+	util_est = sched_feat(params_get(), UTIL_EST);
+	lab_sd_lb_init(&sc->sds);
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 0, size) {
+		u32 pos = start + i, gstart, gsize, gflags;
+		s32 c = topo.cpu_order[pos & (LAB_MAX_CPUS - 1)];
+
+		if (pos >= gend) {
+			gflags = lb_group_of(c, l, &gstart, &gsize);
+			gend = gstart + gsize;
+			local = dpos >= gstart && dpos < gend;
+			lab_sg_init(&sc->cur, gflags, (s32)gstart, gsize);
+		}
+		if (!cpu_offline(c)) {
+			lb_cpu_read(c, idle, util_est, &sc->c);
+			sc->c.core_first = !l || lb_core_first(c);
+			lab_sg_add_cpu(&sc->cur, &sc->c);
+		}
+		if (pos + 1 >= gend)
+			lab_sd_lb_group_done(&sd, &sc->sds, &sc->cur, local);
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return 0;
+}
+
+/*
+ * Mirrors sched_balance_find_src_rq(): the busiest CPU of the busiest group (positions @start,
+ * @size of cpu_order[]) for the verdict's kind of migration, -1 if none; not @dst.
+ */
+__noinline s32 lab_find_src_rq(s32 dst, u32 start, u32 size, u32 type, s64 imbalance)
+{
+	struct lab_lb_verdict v = { .imbalance = imbalance, .migration_type = type };
+	struct lab_src_best b;
+	struct lab_lb_cpu c;
+	bool util_est = sched_feat(params_get(), UTIL_EST);
+	u32 i;
+
+	lab_src_best_init(&b);
+	bpf_for(i, 0, size) {
+		s32 cpu = topo.cpu_order[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (cpu == dst || cpu_offline(cpu))
+			continue;
+		lb_cpu_read(cpu, NULL, util_est, &c);
+		lab_find_src_rq_cpu(&v, &c, cpu, &b);
+	}
+	return b.cpu;
+}
+
+/* is_core_idle(): every SMT sibling of @cpu idle. */
+static __always_inline bool lb_core_idle(s32 cpu, const struct cpumask *idle)
+{
+	u32 start, n, i;
+
+	n = core_span(cpu, &start);
+	bpf_for(i, 0, n) {
+		s32 sib = topo.core_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (sib != cpu && !available_idle(sib, idle))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Mirrors should_we_balance() for a periodic or idle balance: of @dst's group at @level, the
+ * first idle CPU (on an idle core, above the SMT level), else the first idle CPU with busy
+ * siblings, else the group's first CPU balances; the others leave this level and those above
+ * to it. A global subprogram.
+ */
+__noinline int lab_should_we_balance(s32 dst, u32 level)
+{
+	u32 l = level & (LAB_MAX_LEVELS - 1), start, size, i;
+	bool smt_level = topo.lvl_flags[l] & LAB_SD_SHARE_CPUCAPACITY;
+	const struct cpumask *idle;
+	s32 idle_smt = -1, first = -1, ret = -1;
+
+	lb_group_of(dst, l, &start, &size);
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 0, size) {
+		s32 c = topo.cpu_order[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (cpu_offline(c))
+			continue;
+		if (first < 0)
+			first = c;
+		if (!available_idle(c, idle))
+			continue;
+		if (!smt_level && !lb_core_idle(c, idle)) {
+			if (idle_smt < 0)
+				idle_smt = c;
+			continue;
+		}
+		ret = c;
+		break;
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	if (ret >= 0)
+		return ret == dst;
+	if (idle_smt >= 0)
+		return idle_smt == dst;
+	return first == dst;
+}
+
+/* Count a task pulled at @level. */
+static __always_inline void lb_count_level(u64 *st, u32 level)
+{
+	u32 f = topo.lvl_flags[level & (LAB_MAX_LEVELS - 1)];
+
+	if (f & LAB_SD_SHARE_CPUCAPACITY)
+		lab_count(st, LAB_ST_LB_SMT);
+	else if (f & LAB_SD_SHARE_LLC)
+		lab_count(st, LAB_ST_LB_MC);
+	else if (f & LAB_SD_NUMA)
+		lab_count(st, LAB_ST_LB_NUMA);
+	else
+		lab_count(st, LAB_ST_LB_PKG);
+}
+
+/*
+ * Mirrors detach_tasks() for a domain's verdict at @level: pull from @src to @dst while the
+ * imbalance lasts, at most nr_migrate tasks; an idle puller leaves the source its last task; a
+ * newly idle one stops after the first (a preemptible kernel's rule). Returns whether a task
+ * moved (each is counted at the level; no count is carried from pass to pass, which would keep
+ * the verifier from seeing the loop converge).
+ */
+static __always_inline bool lb_detach_tasks(s32 dst, s32 src, u32 level, u32 idle_type, u32 type,
+					    s64 imbalance, u32 failed,
+					    const struct lab_params *params, u64 now)
+{
+	struct lab_rq *srq = rq_get(src);
+	bool moved = false;
+	s64 amount;
+	u32 i;
+
+	if (!srq)
+		return false;
+	bpf_for(i, 0, params->nr_migrate) {
+		if (idle_type != LAB_CPU_NOT_IDLE && rq_runnable(srq) <= 1)
+			break;
+		amount = lab_pull_one(dst, src, imbalance, pull_failed_type(failed, type), now);
+		if (amount < 0)
+			break;
+		moved = true;
+		lb_count_level(stats_row(), level);
+		imbalance -= amount;
+		if (imbalance <= 0 || idle_type == LAB_CPU_NEWLY_IDLE)
+			break;
+	}
+	return moved;
+}
+
+/*
+ * Mirrors sched_balance_rq() at @level for @dst in state @idle_type, up to the pull: should_we_balance(),
+ * the busiest group and the imbalance (domains.h), the busiest CPU. Returns LAB_LB_FOUND with the
+ * source and the verdict in this CPU's scratch (sc->src, sc->v) for lb_detach_tasks(); 0 when
+ * balanced (the domain's state updated as the kernel's out_balanced does: nr_balance_failed
+ * cleared, balance_interval doubled up to twice the domain's weight); LAB_LB_STOP when another
+ * CPU of the group balances this level. Split from the pull so that the pull's calls do not
+ * stack on this frame.
+ */
+#define LAB_LB_FOUND	4
+
+__noinline int lab_sched_balance_find(s32 dst, u32 level, u32 idle_type)
+{
+	u32 l = level & (LAB_MAX_LEVELS - 1), d = dst & (LAB_MAX_CPUS - 1);
+	struct lab_sd_state *state = &lab_cpus[d].sd[l];
+	u32 weight = topo.lvl_size[l][d];
+	struct lab_lb_scratch *sc;
+
+	if (idle_type != LAB_CPU_NEWLY_IDLE && !lab_should_we_balance(dst, l))
+		return LAB_LB_STOP;
+	lab_update_sd_lb_stats(dst, l, idle_type);
+	if (!(sc = lb_scratch_get()))
+		return 0;
+	lb_sd(l, idle_type, &sc->sd);
+	if (lab_find_src_group(&sc->sd, &sc->sds, &sc->v)) {
+		sc->src = lab_find_src_rq(dst, (u32)sc->sds.busiest.first, sc->sds.busiest.size,
+					  sc->v.migration_type, sc->v.imbalance);
+		if (sc->src >= 0)
+			return LAB_LB_FOUND;
+	}
+	state->nr_balance_failed = 0;
+	if (idle_type != LAB_CPU_NEWLY_IDLE && state->balance_interval < 2 * weight)
+		state->balance_interval = state->balance_interval ? state->balance_interval * 2 : weight;
+	return 0;
+}
+
+/*
+ * The rest of sched_balance_rq() once lb_detach_tasks() has tried: on failure the domain's
+ * nr_balance_failed grows and, past cache_nice_tries + 2 for a task imbalance, the running task
+ * of the source is pushed (active balance: ops.dispatch and ops.enqueue of the source move it
+ * when it is put back); balance_interval goes back to the domain's weight. Differs: no
+ * LBF_DST_PINNED retry on another CPU of the group, no group_imbalanced flag for the parent.
+ */
+__noinline int lab_sched_balance_done(s32 dst, u32 level, u32 idle_type, u32 moved)
+{
+	u32 l = level & (LAB_MAX_LEVELS - 1), d = dst & (LAB_MAX_CPUS - 1);
+	struct lab_sd_state *state = &lab_cpus[d].sd[l];
+	struct lab_lb_scratch *sc = lb_scratch_get();
+	struct lab_rq *srq;
+	s32 src;
+
+	if (!sc)
+		return 0;
+	src = sc->src;
+	if (moved) {
+		state->nr_balance_failed = 0;
+	} else {
+		lab_count(stats_row(), LAB_ST_LB_FAILED);
+		if (idle_type != LAB_CPU_NEWLY_IDLE)
+			state->nr_balance_failed++;
+		if (lab_need_active_balance(sc->v.migration_type, state->nr_balance_failed,
+					    topo.lvl_cache_nice_tries[l]) &&
+		    src >= 0 && (srq = rq_get(src)) && !READ_ONCE(srq->push_cpu)) {
+			WRITE_ONCE(srq->push_cpu, (u32)dst + 1);
+			scx_bpf_kick_cpu(src, SCX_KICK_PREEMPT);
+		}
+	}
+	state->balance_interval = topo.lvl_size[l][d];
+	return 0;
+}
+
+/*
+ * Mirrors sched_balance_domains()'s walk for @cpu in state @idle_type: each level whose interval
+ * (times busy_factor on a busy CPU) has passed is looked at, lowest first, until one finds an
+ * imbalance (returns that level + 1; the source and the verdict in this CPU's scratch, for the
+ * caller to pull) or should_we_balance() hands a level to another CPU of the group;
+ * rq->next_balance becomes the earliest next balance. Differs: the levels above the one that
+ * found an imbalance wait for the next turn (the kernel goes on up after pulling). A global
+ * subprogram: the pull's calls stack on its caller's frame, not on this one.
+ */
+__noinline int lab_balance_find(s32 cpu, u32 idle_type, u64 now)
+{
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+	u32 tick_ms = tick_ns / 1000000, nr = topo.nr_levels, l;
+	bool busy = idle_type == LAB_CPU_NOT_IDLE;
+	u64 next = now + 60ULL * 1000000000ULL, due;
+	int r, found = 0;
+
+	if (!tick_ms)
+		tick_ms = 1;
+	bpf_for(l, 0, nr) {
+		struct lab_sd_state *state = &pc->sd[l & (LAB_MAX_LEVELS - 1)];
+		u64 ms;
+
+		if (!state->balance_interval)
+			state->balance_interval = topo.lvl_size[l & (LAB_MAX_LEVELS - 1)]
+							       [cpu & (LAB_MAX_CPUS - 1)];
+		ms = lab_sd_balance_interval_ms(state->balance_interval, busy, tick_ms, topo.nr_cpus);
+		if (now - state->last_balance >= ms * 1000000ULL) {
+			r = lab_sched_balance_find(cpu, l, idle_type);
+			state->last_balance = now;
+			if (r == LAB_LB_FOUND) {
+				found = l + 1;
+				break;
+			}
+			if (r == LAB_LB_STOP)
+				break;
+			ms = lab_sd_balance_interval_ms(state->balance_interval, busy, tick_ms,
+							topo.nr_cpus);
+		}
+		due = state->last_balance + ms * 1000000ULL;
+		if (due < next)
+			next = due;
+	}
+	WRITE_ONCE(pc->next_balance, found ? now : next);
+	return found;
+}
+
+/*
+ * sched_balance_domains() for @cpu in state @idle_type (a busy CPU's tick, or an idle CPU that
+ * the nohz kick woke): the first level with an imbalance pulls into this CPU's queue
+ * (lb_detach_tasks()) and the level's state follows the outcome. Returns whether tasks moved.
+ */
+static __always_inline bool domain_balance(s32 cpu, u32 idle_type, const struct lab_params *params,
+					   u64 now)
+{
+	struct lab_lb_scratch *sc;
+	int lvl;
+	bool m;
+
+	lvl = lab_balance_find(cpu, idle_type, now);
+	if (lvl <= 0 || !(sc = lb_scratch_get()))
+		return false;
+	m = lb_detach_tasks(cpu, sc->src, lvl - 1, idle_type, sc->v.migration_type,
+			    sc->v.imbalance,
+			    lab_cpus[cpu & (LAB_MAX_CPUS - 1)].sd[(lvl - 1) & (LAB_MAX_LEVELS - 1)]
+				    .nr_balance_failed,
+			    params, now);
+	lab_sched_balance_done(cpu, lvl - 1, idle_type, m);
+	return m;
+}
+
+/*
+ * _nohz_idle_balance()'s walk over the idle CPUs, one step: kick the first idle CPU of ours after
+ * @self (around) whose balance is due, to balance for itself (rq->nohz_ilb), and set
+ * nohz.next_balance to the earliest balance due on an idle CPU. A global subprogram.
+ */
+__noinline int lab_nohz_kick_next(s32 self, u64 now)
+{
+	u64 next = now + 60ULL * 1000000000ULL, due;
+	const struct cpumask *idle;
+	u32 nr = topo.nr_cpus, i;
+	struct lab_rq *rq;
+	s32 kick = -1;
+
+	if (!nr)
+		return 0;
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 1, nr) {
+		s32 c = (self + i) % nr;
+
+		if (cpu_offline(c) || !available_idle(c, idle))
+			continue;
+		due = READ_ONCE(lab_cpus[c & (LAB_MAX_CPUS - 1)].next_balance);
+		if (kick < 0 && now >= due) {
+			kick = c;
+			continue;
+		}
+		if (due < next)
+			next = due;
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	due = READ_ONCE(lab_cpus[self & (LAB_MAX_CPUS - 1)].next_balance);
+	if (due < next)
+		next = due;
+	WRITE_ONCE(nohz_next_balance, next);
+	if (kick >= 0 && (rq = rq_get(kick)) && !READ_ONCE(rq->nohz_ilb)) {
+		WRITE_ONCE(rq->nohz_ilb, 1);
+		scx_bpf_kick_cpu(kick, SCX_KICK_IDLE);
+	}
+	return 0;
+}
+
+/*
+ * Mirrors _nohz_idle_balance(), run by an idle CPU that a busy one kicked (rq->nohz_ilb): this
+ * CPU's idle balance when it is due, into its own queue, then the kick goes on to the next idle
+ * CPU of ours whose balance is due, which does the same. Differs: the kernel's ILB balances on
+ * behalf of every idle CPU without waking them; here each idle CPU is woken in turn and balances
+ * for itself.
+ */
+static __always_inline void nohz_idle_balance(s32 self, struct lab_rq *rq, u64 now)
+{
+	u64 due = READ_ONCE(lab_cpus[self & (LAB_MAX_CPUS - 1)].next_balance);
+	const struct lab_params *params = params_get();
+
+	lab_count(stats_row(), LAB_ST_NOHZ_BALANCE);
+	if (params && now >= due && !READ_ONCE(rq->cfs.nr_queued))
+		domain_balance(self, LAB_CPU_IDLE, params, now);
+	lab_nohz_kick_next(self, now);
+}
+
+/* Mirrors find_new_ilb(): the first idle CPU of ours other than @cpu, -1 if none. */
+static __always_inline s32 find_new_ilb(s32 cpu)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	s32 ilb = -1;
+	u32 i, nr = topo.nr_cpus;
+
+	bpf_for(i, 0, nr) {
+		if ((s32)i != cpu && !cpu_offline(i) && available_idle(i, idle)) {
+			ilb = i;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return ilb;
+}
+
+/* The CPUs of @cpu's LLC running something of ours or of a higher class (sds->nr_busy_cpus). */
+static __always_inline u32 llc_nr_busy(s32 cpu)
+{
+	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i, n = 0;
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+
+	bpf_for(i, 0, size) {
+		s32 c = topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (!available_idle(c, idle))
+			n++;
+		if (n > 1)
+			break;
+	}
+	scx_bpf_put_idle_cpumask(idle);
+	return n;
+}
+
+/*
+ * Mirrors nohz_balancer_kick(), from a busy CPU's tick: once nohz.next_balance has passed, with
+ * two tasks here or another busy CPU in the LLC, kick the first idle CPU to balance for the idle
+ * ones (kick_ilb(): the next kick waits a tick at least). Differs: the lab sees only its own
+ * queues (a CPU is busy when it runs ours or a higher class holds it).
+ */
+static void nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
+{
+	u64 next = READ_ONCE(nohz_next_balance);
+	struct lab_rq *irq;
+	s32 ilb;
+
+	if ((s64)(now - next) < 0)
+		return;
+	if (rq_runnable(rq) < 2 && !(READ_ONCE(rq->offline) && rq_runnable(rq)) &&
+	    llc_nr_busy(cpu) < 2)
+		return;
+	if (__sync_val_compare_and_swap(&nohz_next_balance, next, now + tick_ns) != next)
+		return;
+	ilb = find_new_ilb(cpu);
+	if (ilb < 0 || !(irq = rq_get(ilb)) || READ_ONCE(irq->nohz_ilb))
+		return;
+	WRITE_ONCE(irq->nohz_ilb, 1);
+	lab_count(st, LAB_ST_NOHZ_KICK);
+	scx_bpf_kick_cpu(ilb, SCX_KICK_IDLE);
+}
+
+/*
+ * A CPU where a higher class (RT, deadline) runs while ours wait, or one going offline: what
+ * waits there moves to this busy CPU of the same LLC whatever the loads say (its capacity for
+ * our tasks is nil, which the kernel's balancer sees through update_cpu_capacity()).
+ */
+static __always_inline void release_balance(s32 cpu, struct lab_rq *rq, const struct lab_params *params, u64 now)
+{
+	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)] & (LAB_MAX_CPUS - 1);
+	u32 size = topo.llc_size[llc], start = topo.llc_start[llc], i;
+	struct lab_rq *srq;
+	s32 src = -1;
+
+	bpf_for(i, 0, size) {
+		s32 c = topo.llc_cpus[(start + i) & (LAB_MAX_CPUS - 1)];
+
+		if (c != cpu && (srq = rq_get(c)) && rq_runnable(srq) &&
+		    (krq_rt_busy(krq_of(c)) || READ_ONCE(srq->released) || READ_ONCE(srq->offline))) {
+			src = c;
+			break;
+		}
+	}
+	if (src < 0 || !(srq = rq_get(src)))
+		return;
+	if (!detach_tasks(cpu, src, rq, srq, -1, true, params, now))
+		rq->nr_balance_failed++;
+	else
+		rq->nr_balance_failed = 0;
+}
+
+/*
+ * Mirrors sched_balance_trigger() from @cpu's tick: nohz_balancer_kick(), then the periodic
+ * balance of every domain level that is due (CPU_NOT_IDLE), and, every LAB_BALANCE_TICKS ticks,
+ * the pull from a CPU that a higher class took (release_balance()).
+ */
+static __always_inline void periodic_balance(s32 cpu, struct lab_rq *rq, const struct lab_params *params,
+			     u64 now, u64 *st)
+{
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+
+	nohz_balancer_kick(cpu, rq, now, st);
+	/* A CPU going offline pulls nothing into a queue that is no longer dispatched from. */
+	if (READ_ONCE(rq->offline))
+		return;
+	if (++pc->balance_ticks >= LAB_BALANCE_TICKS) {
+		pc->balance_ticks = 0;
+		release_balance(cpu, rq, params, now);
+	}
+	domain_balance(cpu, LAB_CPU_NOT_IDLE, params, now);
+}
