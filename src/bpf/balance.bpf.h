@@ -249,7 +249,7 @@ static struct task_struct *pull_task(const struct lab_pull *pl, u32 *slot)
 		if (!c)
 			continue;
 		/* The queue-side rules passed under the lock; now the task-side ones. */
-		verdict = lab_can_migrate_affinity(c->migration_disabled,
+		verdict = lab_can_migrate_affinity(task_migration_disabled(c),
 						   bpf_cpumask_test_cpu(dst, c->cpus_ptr));
 		if (verdict != LAB_MIGRATE_OK) {
 			count_refusal(st, verdict);

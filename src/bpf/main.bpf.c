@@ -222,6 +222,20 @@ static __always_inline struct task_ctx *tctx_get(struct task_struct *p)
 	return tc && tc->slot ? tc : NULL;
 }
 
+/*
+ * Is @p's migration disabled (migrate_disable())? The BPF trampoline disables migration around
+ * every program it runs, so the task the program runs in (the prev of ops.dispatch, the running
+ * task of ops.tick) reads one more than its own count: a 1 there is the trampoline's alone.
+ */
+static __always_inline bool task_migration_disabled(const struct task_struct *p)
+{
+	u16 n = p->migration_disabled;
+
+	if (n == 1)
+		return (const struct task_struct *)bpf_get_current_task_btf() != p;
+	return n;
+}
+
 /* The decision counters of the CPU running this program. */
 static __always_inline u64 *stats_row(void)
 {
@@ -519,7 +533,7 @@ static __always_inline void dispatch_rehome(struct task_struct *t, u32 slot, s32
 {
 	s32 dst = scx_bpf_task_cpu(t);
 
-	if (!t->migration_disabled && !bpf_cpumask_test_cpu(dst, t->cpus_ptr))
+	if (!task_migration_disabled(t) && !bpf_cpumask_test_cpu(dst, t->cpus_ptr))
 		dst = bpf_cpumask_any_distribute(t->cpus_ptr);
 	if (dst >= 0 && dst < topo.nr_cpus && dst != cpu && cpu_offline(dst)) {
 		lab_leave(slot, scx_bpf_now(), 1);
@@ -566,7 +580,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	if ((push = READ_ONCE(rq->push_cpu))) {
 		WRITE_ONCE(rq->push_cpu, 0);
 		if (prev && (tc = tctx_get(prev)) && push - 1 < topo.nr_cpus &&
-		    !prev->migration_disabled && bpf_cpumask_test_cpu(push - 1, prev->cpus_ptr))
+		    !task_migration_disabled(prev) && bpf_cpumask_test_cpu(push - 1, prev->cpus_ptr))
 			tc->push_to = push;
 	}
 	/* Held tasks that a refill lets out rejoin first. */
@@ -614,7 +628,7 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 			continue;
 		}
 		if (bpf_cpumask_test_cpu(cpu, t->cpus_ptr) &&
-		    !(t->migration_disabled && scx_bpf_task_cpu(t) != cpu)) {
+		    !(task_migration_disabled(t) && scx_bpf_task_cpu(t) != cpu)) {
 			scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
 			bpf_task_release(t);
 			return;

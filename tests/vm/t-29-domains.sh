@@ -2,7 +2,8 @@
 # and 4-7): busy loops that start on node 0 and are then allowed everywhere spread to node 1 and
 # over the cores as under the kernel's balancer in the same boot, within one loop and one core
 # (in four 7.3 boots the kernel gave 2/2 on 4 cores every time, the lab three times, and 3/1 on 3
-# cores once); an overloaded node gives loops to the idle one; the NUMA level pulled some of them.
+# cores once); an overloaded node gives loops to the idle one; the NUMA level pulled some of them;
+# the active balance pushed running loops.
 # boot: smp
 . ./lib.sh
 
@@ -40,11 +41,13 @@ b=$(counters $F)
 lab4=$(scenario 4 4)
 a=$(counters $F)
 numa4=$(delta "$b" "$a" 3)
+active=$(delta "$b" "$a" 4)
 note "lab: 4 loops -> $lab4; pulled SMT $(delta "$b" "$a" 1) MC $(delta "$b" "$a" 2) NUMA $numa4, active $(delta "$b" "$a" 4), ilb kicks $(delta "$b" "$a" 5), idle balances $(delta "$b" "$a" 6), failed passes $(delta "$b" "$a" 7)"
 b=$a
 lab6=$(scenario 6 4)
 a=$(counters $F)
 numa6=$(($(delta "$b" "$a" 3) + $(delta "$b" "$a" 4)))
+active=$((active + $(delta "$b" "$a" 4)))
 note "lab: 6 loops -> $lab6; pulled SMT $(delta "$b" "$a" 1) MC $(delta "$b" "$a" 2) NUMA $(delta "$b" "$a" 3), active $(delta "$b" "$a" 4), ilb kicks $(delta "$b" "$a" 5), idle balances $(delta "$b" "$a" 6)"
 
 set -- $kernel4; k1=$2 kc=$3
@@ -58,5 +61,8 @@ set -- $lab6; l1=$2
 check "kernel: an overloaded node gives the idle one some of its loops ($kernel6)" [ "$k1" -ge 2 ]
 check "lab: an overloaded node gives the idle one some of its loops ($lab6)" [ "$l1" -ge 2 ]
 check "lab: the NUMA domain's balance moved some of them ($numa4 + $numa6)" [ "$((numa4 + numa6))" -gt 0 ]
+# Each CPU of node 0 runs one loop when they are let go: nothing waits to be pulled, and a running
+# task moves only by active balance (in seven windows of a diagnostic run it pushed 1 to 4 each).
+check "lab: the active balance pushed running loops ($active)" [ "$active" -gt 0 ]
 check "still attached" lab_attached
 stop_lab
