@@ -222,8 +222,8 @@ pub struct Metrics {
     pub nohz_balance: u64,
     #[stat(desc = "CPUs taken by a higher class (RT, deadline): ops.cpu_release")]
     pub cpu_release: u64,
-    #[stat(desc = "tasks in the local DSQ of a taken CPU that moved to an idle CPU")]
-    pub reenq_moved: u64,
+    #[stat(desc = "idle CPUs kicked: a higher class held a CPU with tasks waiting a tick")]
+    pub release_kick: u64,
     #[stat(desc = "CPUs that came online (handled without a reload)")]
     pub cpu_online: u64,
     #[stat(desc = "CPUs that went offline (handled without a reload)")]
@@ -407,7 +407,7 @@ pub const COUNTERS: &[&str] = &[
     "lb_failed",
     "nohz_balance",
     "cpu_release",
-    "reenq_moved",
+    "release_kick",
     "cpu_online",
     "cpu_offline",
     "hotplug_moved",
@@ -602,9 +602,9 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "cpus    taken by a higher class {} (local tasks moved {}) | hotplug: online {} offline {} (entities moved {}, bound tasks to the global DSQ {})",
+            "cpus    taken by a higher class {} (idle CPUs kicked a tick later {}) | hotplug: online {} offline {} (entities moved {}, bound tasks to the global DSQ {})",
             self.cpu_release,
-            self.reenq_moved,
+            self.release_kick,
             self.cpu_online,
             self.cpu_offline,
             self.hotplug_moved,

@@ -34,30 +34,39 @@ static __always_inline void cpufreq_update_util(s32 cpu, struct lab_rq *rq)
 
 /*
  * ops.cpu_release: a higher class (RT, deadline, stop) took @cpu. What waits in its local DSQ
- * comes back through ops.enqueue (SCX_ENQ_REENQ), which moves it to an idle CPU; what waits in
- * its queue goes first when the balancer looks for the busiest CPU (lab_nr_busy()), so that an
- * idle CPU's newidle balance or a busy one's periodic balance pulls it -- and an idle CPU is
- * kicked to do so now. The kernel's equivalent is RT pressure shrinking the CPU's capacity. The
- * kernel calls this only when a task of ours ran at the switch: krq_rt_busy() covers the rest.
+ * comes back through ops.enqueue (SCX_ENQ_REENQ) and stays in this CPU's queue, as a fair task
+ * that an RT one preempts stays on its runqueue: a stopper that holds the CPU for microseconds
+ * moves nothing. While the higher class holds it, the CPU's tick goes on on its timer
+ * (lab_release_tick()). What waits in its queue goes first when the balancer looks for the
+ * busiest CPU (lab_nr_busy()), so that an idle CPU's balance or a busy one's periodic balance
+ * pulls it; the kernel's equivalent is RT pressure shrinking the CPU's capacity. The kernel calls
+ * this only when a task of ours ran at the switch: krq_rt_busy() covers the rest.
  */
 void BPF_STRUCT_OPS(lab_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
-	struct lab_rq *rq = rq_get(cpu);
-	const struct cpumask *idle;
-	s32 kick;
-
-	if (!rq)
-		return;
 	stat_inc(LAB_ST_CPU_RELEASE);
 	lab_rq_set(cpu, LAB_RQ_RELEASED, 1);
 	scx_bpf_reenqueue_local();
-	if (!rq_runnable(rq))
-		return;
-	idle = scx_bpf_get_idle_cpumask();
-	kick = bpf_cpumask_any_distribute(idle);
-	scx_bpf_put_idle_cpumask(idle);
-	if (kick >= 0 && kick < topo.nr_cpus && kick != cpu)
-		scx_bpf_kick_cpu(kick, SCX_KICK_IDLE);
+	release_tick_start(cpu);
+}
+
+/*
+ * The tick of @cpu while a higher class holds it, on its timer (ops.tick runs only for our
+ * tasks): sched_balance_trigger()'s nohz_balancer_kick(), which with tasks of ours waiting here
+ * (rq->nr_running >= 2 with the higher class's task) kicks an idle CPU to balance; every busy
+ * CPU's periodic balance sees this CPU as the busiest too. Returns 1 while the CPU is held with
+ * tasks waiting: the timer goes on.
+ */
+__noinline int lab_release_tick(s32 cpu)
+{
+	struct lab_rq *rq = rq_get(cpu);
+	u64 *st = stats_row();
+
+	if (!rq || !READ_ONCE(rq->released) || !rq_runnable(rq))
+		return 0;
+	if (nohz_balancer_kick(cpu, rq, scx_bpf_now(), st))
+		lab_count(st, LAB_ST_RELEASE_KICK);
+	return 1;
 }
 
 /*
@@ -75,6 +84,7 @@ void BPF_STRUCT_OPS(lab_update_idle, s32 cpu, bool idle)
 void BPF_STRUCT_OPS(lab_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
 {
 	lab_rq_set(cpu, LAB_RQ_RELEASED, 0);
+	release_tick_stop(cpu);
 }
 
 /*

@@ -6,12 +6,16 @@
 #ifndef __LAB_HRTICK_BPF_H
 #define __LAB_HRTICK_BPF_H
 
-/* The hrtick stand-in: one timer per CPU (the map index is the CPU). */
+/* The hrtick stand-in: one timer per CPU (the map index is the CPU). While a higher class holds
+ * the CPU no entity of ours runs there, and the same timer stands in for that CPU's tick. */
 struct lab_hrtick {
 	struct bpf_timer timer;
-	u32 armed;
+	u32 armed;		/* LAB_TIMER_* */
 	u32 pad;
 };
+
+#define LAB_TIMER_HRTICK	1	/* the running entity's deadline */
+#define LAB_TIMER_RELEASED	2	/* the tick of a CPU that a higher class holds */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -29,15 +33,24 @@ struct {
  * fires where it was armed, so the kick names the CPU explicitly.
  */
 __noinline int lab_group_hrtick(s32 cpu, u64 now);
+__noinline int lab_release_tick(s32 cpu);
 
 static int hrtick_fire(void *map, int *key, struct lab_hrtick *h)
 {
 	s32 cpu = *key;
 	struct lab_rq *rq;
+	u32 armed = h->armed;
 
-	if (!h->armed)
-		return 0;
 	h->armed = 0;
+	if (armed == LAB_TIMER_RELEASED) {
+		if (lab_release_tick(cpu)) {
+			h->armed = LAB_TIMER_RELEASED;
+			bpf_timer_start(&h->timer, tick_ns, BPF_F_TIMER_CPU_PIN);
+		}
+		return 0;
+	}
+	if (armed != LAB_TIMER_HRTICK)
+		return 0;
 	stat_inc(LAB_ST_PREEMPT_HRTICK);
 	/* hrtick() runs task_tick_fair(queued): entity_tick() on the running task's levels. */
 	lab_group_hrtick(cpu, scx_bpf_now());
@@ -64,7 +77,7 @@ static void hrtick_start(s32 cpu, u64 wall_ns)
 	h = bpf_map_lookup_elem(&lab_hrticks, &c);
 	if (!h)
 		return;
-	h->armed = 1;
+	h->armed = LAB_TIMER_HRTICK;
 	bpf_timer_start(&h->timer, wall_ns ? wall_ns : 1, BPF_F_TIMER_CPU_PIN);
 }
 
@@ -87,6 +100,32 @@ static void hrtick_cancel(s32 cpu)
 
 	h = bpf_map_lookup_elem(&lab_hrticks, &c);
 	if (h && h->armed) {
+		h->armed = 0;
+		bpf_timer_cancel(&h->timer);
+	}
+}
+
+/* A higher class took @cpu (ops.cpu_release, on @cpu): its tick goes on on the timer. */
+static void release_tick_start(s32 cpu)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (!h)
+		return;
+	h->armed = LAB_TIMER_RELEASED;
+	bpf_timer_start(&h->timer, tick_ns, BPF_F_TIMER_CPU_PIN);
+}
+
+/* @cpu is back (ops.cpu_acquire): the stand-in tick stops. */
+static void release_tick_stop(s32 cpu)
+{
+	struct lab_hrtick *h;
+	u32 c = cpu;
+
+	h = bpf_map_lookup_elem(&lab_hrticks, &c);
+	if (h && h->armed == LAB_TIMER_RELEASED) {
 		h->armed = 0;
 		bpf_timer_cancel(&h->timer);
 	}

@@ -184,7 +184,7 @@ enum lab_stat {
 	LAB_ST_LB_FAILED,		/* balance passes that found an imbalance and moved nothing */
 	LAB_ST_NOHZ_BALANCE,		/* idle balances run by a kicked CPU for the idle CPUs */
 	LAB_ST_CPU_RELEASE,		/* CPUs taken by a higher class (ops.cpu_release) */
-	LAB_ST_REENQ_MOVED,		/* tasks of a taken CPU's local DSQ moved to an idle CPU */
+	LAB_ST_RELEASE_KICK,		/* idle CPUs kicked for a CPU a higher class kept a tick */
 	LAB_ST_CPU_ONLINE,		/* CPUs that came online (no reload) */
 	LAB_ST_CPU_OFFLINE,		/* CPUs that went offline (no reload) */
 	LAB_ST_HOTPLUG_MOVED,		/* entities moved off an offline CPU, keeping their lag */

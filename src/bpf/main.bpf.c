@@ -424,9 +424,10 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 	tc->wake_flags = 0;
 
 	/* Moved before it joins a queue: the running task that ops.dispatch let go for an active
-	 * balance (sched_balance_rq()'s stopper work) goes to the CPU that asked for it; a task back
-	 * from the local DSQ of a CPU that a higher class took (ops.cpu_release) goes to an idle CPU
-	 * it may run on, else waits here for the balancer. Either keeps its lag. */
+	 * balance (sched_balance_rq()'s stopper work) goes to the CPU that asked for it, keeping its
+	 * lag. A task back from the local DSQ of a CPU that a higher class took (ops.cpu_release,
+	 * SCX_ENQ_REENQ) stays here, as a fair task preempted by an RT one stays on its runqueue:
+	 * the balancer moves it if the higher class keeps the CPU (lab_release_tick()). */
 	if (tc->push_to) {
 		s32 dst = (s32)tc->push_to - 1;
 
@@ -437,13 +438,6 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 			to = dst;
 			/* Its queue may be busy: then the CPU decides again after the join. */
 			enq_flags |= SCX_ENQ_LAST;
-		}
-	} else if (enq_flags & SCX_ENQ_REENQ) {
-		s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-
-		if (idle >= 0 && idle != cpu && !cpu_offline(idle)) {
-			stat_inc(LAB_ST_REENQ_MOVED);
-			to = idle;
 		}
 	}
 	if (to >= 0) {

@@ -514,30 +514,34 @@ static __always_inline u32 llc_nr_busy(s32 cpu)
 }
 
 /*
- * Mirrors nohz_balancer_kick(), from a busy CPU's tick: once nohz.next_balance has passed, with
- * two tasks here or another busy CPU in the LLC, kick the first idle CPU to balance for the idle
- * ones (kick_ilb(): the next kick waits a tick at least). Differs: the lab sees only its own
- * queues (a CPU is busy when it runs ours or a higher class holds it).
+ * Mirrors nohz_balancer_kick(), from a busy CPU's tick (or the stand-in tick of a CPU that a
+ * higher class holds): once nohz.next_balance has passed, with two tasks here or another busy CPU
+ * in the LLC, kick the first idle CPU to balance for the idle ones (kick_ilb(): the next kick
+ * waits a tick at least); true if it kicked. Differs: the lab sees only its own queues (a CPU is busy when it runs
+ * ours or a higher class holds it; a task of a higher class counts as one, as in rq->nr_running).
  */
-static void nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
+static bool nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
 {
 	u64 next = READ_ONCE(nohz_next_balance);
+	u32 nr = rq_runnable(rq);
 	struct lab_rq *irq;
 	s32 ilb;
 
 	if ((s64)(now - next) < 0)
-		return;
-	if (rq_runnable(rq) < 2 && !(READ_ONCE(rq->offline) && rq_runnable(rq)) &&
-	    llc_nr_busy(cpu) < 2)
-		return;
+		return false;
+	if (nr && (READ_ONCE(rq->offline) || READ_ONCE(rq->released)))
+		nr++;
+	if (nr < 2 && llc_nr_busy(cpu) < 2)
+		return false;
 	if (__sync_val_compare_and_swap(&nohz_next_balance, next, now + tick_ns) != next)
-		return;
+		return false;
 	ilb = find_new_ilb(cpu);
 	if (ilb < 0 || !(irq = rq_get(ilb)) || READ_ONCE(irq->nohz_ilb))
-		return;
+		return false;
 	WRITE_ONCE(irq->nohz_ilb, 1);
 	lab_count(st, LAB_ST_NOHZ_KICK);
 	scx_bpf_kick_cpu(ilb, SCX_KICK_IDLE);
+	return true;
 }
 
 /*
