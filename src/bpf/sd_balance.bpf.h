@@ -517,8 +517,9 @@ static __always_inline u32 llc_nr_busy(s32 cpu)
  * Mirrors nohz_balancer_kick(), from a busy CPU's tick (or the stand-in tick of a CPU that a
  * higher class holds): once nohz.next_balance has passed, with two tasks here or another busy CPU
  * in the LLC, kick the first idle CPU to balance for the idle ones (kick_ilb(): the next kick
- * waits a tick at least); true if it kicked. Differs: the lab sees only its own queues (a CPU is busy when it runs
- * ours or a higher class holds it; a task of a higher class counts as one, as in rq->nr_running).
+ * waits a tick at least); true if it kicked. Differs: the lab sees only its own queues (a CPU is
+ * busy when it runs ours or a higher class holds it; a task of a higher class counts as one, as
+ * in rq->nr_running).
  */
 static bool nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
 {
