@@ -376,6 +376,32 @@ static __always_inline bool bw_hold(const struct task_struct *p, const lab_se_t 
 	return true;
 }
 
+/* One task let out of the limbo by lab_limbo_release(): it rejoins @cpu's queue (exempt from
+ * the throttle when @forced). A function of its own, so that the verifier walks the join once,
+ * not once per pass of the release's loop. */
+__noinline int lab_limbo_rejoin(u32 s, s32 cpu, u32 forced)
+{
+	lab_pool_t *pool = pool_get();
+	struct task_struct *t;
+
+	if (!pool || !s)
+		return 0;
+	t = slot_ref_take(s);
+	if (!t)
+		t = bpf_task_from_pid(SE(pool, s)->pid);
+	if (!t)
+		return 0;
+	if (forced) {
+		SE(pool, s)->bw_exempt = 1;
+		stat_inc(LAB_ST_LIMBO_FORCED);
+	}
+	join_queue(t, cpu, 0);
+	slot_ref_set(s, t);
+	bpf_task_release(t);
+	stat_inc(LAB_ST_LIMBO_RELEASED);
+	return 1;
+}
+
 /*
  * The release: held tasks of @cpu whose queues are no longer throttled rejoin the queue
  * (unthrottle_cfs_rq() / tg_unthrottle_up()), as do, throttled or not, those held longer than
@@ -421,26 +447,9 @@ __noinline int lab_limbo_release(s32 cpu, u32 force)
 	/* Entries left unlooked-at may be due too. */
 	if (n)
 		more = true;
-	bpf_for(i, 0, nb) {
-		struct task_struct *t;
-		u32 s = batch[i & (LAB_LIMBO_BATCH - 1)];
-
-		if (!s)
-			continue;
-		t = slot_ref_take(s);
-		if (!t)
-			t = bpf_task_from_pid(SE(pool, s)->pid);
-		if (!t)
-			continue;
-		if (forced[i & (LAB_LIMBO_BATCH - 1)]) {
-			SE(pool, s)->bw_exempt = 1;
-			stat_inc(LAB_ST_LIMBO_FORCED);
-		}
-		join_queue(t, cpu, 0);
-		slot_ref_set(s, t);
-		bpf_task_release(t);
-		stat_inc(LAB_ST_LIMBO_RELEASED);
-	}
+	bpf_for(i, 0, nb)
+		lab_limbo_rejoin(batch[i & (LAB_LIMBO_BATCH - 1)], cpu,
+				 forced[i & (LAB_LIMBO_BATCH - 1)]);
 	if (more)
 		WRITE_ONCE(rq->limbo_release, 1);
 	return nb;
