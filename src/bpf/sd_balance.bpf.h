@@ -30,6 +30,11 @@ struct lab_lb_scratch {
 	struct lab_sd sd;		/* sched_balance_rq()'s, off the deepest call chain's stack */
 	struct lab_lb_verdict v;
 	s32 src;			/* the busiest CPU found */
+	/* lab_update_sd_lb_stats()' walk: the current group's end and whether it is the local
+	 * one, kept here rather than in registers, so that to the verifier they are unknown and it
+	 * checks the loop's body once, not once per group */
+	u32 gend;
+	u32 local;
 };
 
 struct {
@@ -106,6 +111,21 @@ static __always_inline bool lb_core_first(s32 cpu)
 	return topo.core_cpus[topo.core_start[core] & (LAB_MAX_CPUS - 1)] == (u32)cpu;
 }
 
+/* The end of one group in lab_update_sd_lb_stats() (the group in the scratch's cur): a global
+ * subprogram, so that the verifier checks the decisions once rather than on every pass of the
+ * walk's loop. */
+__noinline int lab_sd_lb_group_end(u32 level, u32 idle_type, u32 local)
+{
+	struct lab_lb_scratch *sc = lb_scratch_get();
+	struct lab_sd sd;
+
+	if (!sc)
+		return 0;
+	lb_sd(level, idle_type, &sd);
+	lab_sd_lb_group_done(&sd, &sc->sds, &sc->cur, local);
+	return 0;
+}
+
 /*
  * Mirrors update_sd_lb_stats(): the local group's and the busiest group's statistics of @dst's
  * domain at @level, into this CPU's scratch. Offline CPUs are left out (the kernel's
@@ -115,26 +135,26 @@ __noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
 {
 	u32 l = level & (LAB_MAX_LEVELS - 1), d = dst & (LAB_MAX_CPUS - 1);
 	u32 start = topo.lvl_start[l][d], size = topo.lvl_size[l][d];
-	u32 dpos = topo.cpu_order_pos[d], gend = 0, i;
+	u32 dpos = topo.cpu_order_pos[d], i;
 	struct lab_lb_scratch *sc = lb_scratch_get();
 	const struct cpumask *idle;
-	bool util_est, local = false;
-	struct lab_sd sd;
+	bool util_est;
 
 	if (!sc)
 		return 0;
-	lb_sd(l, idle_type, &sd);
 	util_est = sched_feat(params_get(), UTIL_EST);
 	lab_sd_lb_init(&sc->sds);
+	WRITE_ONCE(sc->gend, 0);
+	WRITE_ONCE(sc->local, 0);
 	idle = scx_bpf_get_idle_cpumask();
 	bpf_for(i, 0, size) {
 		u32 pos = start + i, gstart, gsize, gflags;
 		s32 c = topo.cpu_order[pos & (LAB_MAX_CPUS - 1)];
 
-		if (pos >= gend) {
+		if (pos >= READ_ONCE(sc->gend)) {
 			gflags = lb_group_of(c, l, &gstart, &gsize);
-			gend = gstart + gsize;
-			local = dpos >= gstart && dpos < gend;
+			WRITE_ONCE(sc->gend, gstart + gsize);
+			WRITE_ONCE(sc->local, dpos >= gstart && dpos < gstart + gsize);
 			lab_sg_init(&sc->cur, gflags, (s32)gstart, gsize);
 		}
 		if (!cpu_offline(c)) {
@@ -142,8 +162,8 @@ __noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
 			sc->c.core_first = !l || lb_core_first(c);
 			lab_sg_add_cpu(&sc->cur, &sc->c);
 		}
-		if (pos + 1 >= gend)
-			lab_sd_lb_group_done(&sd, &sc->sds, &sc->cur, local);
+		if (pos + 1 >= READ_ONCE(sc->gend))
+			lab_sd_lb_group_end(l, idle_type, READ_ONCE(sc->local));
 	}
 	scx_bpf_put_idle_cpumask(idle);
 	return 0;
