@@ -58,6 +58,14 @@ LAB_INLINE u32 tg_nr_cpus_online(void)
 	return READ_ONCE(lab_nr_cpus_online);
 }
 
+/* group_walk()'s carried values, one set per CPU (used under that CPU's queue lock). */
+struct lab_walk_carry lab_walk_carries[LAB_MAX_CPUS];
+
+LAB_INLINE struct lab_walk_carry *walk_carry(u32 cpu)
+{
+	return &lab_walk_carries[cpu & (LAB_MAX_CPUS - 1)];
+}
+
 /* The arena pages that hold one group's queues. */
 static __always_inline u32 gq_pages(void)
 {

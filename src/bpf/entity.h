@@ -23,6 +23,7 @@
 /* A bounded loop: bpf_for() in BPF, a plain for loop on the host. */
 #define lab_for(i, start, end) for ((i) = (start); (i) < (end); (i)++)
 #define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+#define WRITE_ONCE(x, val) (*(volatile __typeof__(x) *)&(x) = (val))
 #else
 #define LAB_INLINE static __always_inline
 #define LAB_NOINLINE static __noinline

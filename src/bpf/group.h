@@ -80,6 +80,22 @@ struct lab_gq {
 	u32 bw_gen;		/* the group's bw_gen this queue's runtime belongs to */
 };
 
+/*
+ * What a walk up the groups (group_walk()) carries from one level to the next: the effective
+ * weight so far, the child entity's old and new weight and what happens to it. It goes through
+ * memory at each level (walk_carry(cpu), the caller's, used under @cpu's queue lock). To the BPF
+ * verifier a value read back from memory is unknown: it then checks a level once, instead of
+ * once for every combination of the constants that the levels below left in registers (a branch
+ * it decides on a constant makes it track that constant exactly).
+ */
+struct lab_walk_carry {
+	u64 h;
+	u64 w_old;
+	u64 w_new;
+	u32 child;
+	u32 pad;
+};
+
 #ifdef LAB_HOST
 #define LAB_HOST_TGS		16
 #define LAB_HOST_CPUS		4
@@ -101,11 +117,19 @@ LAB_INLINE u32 tg_nr_cpus_online(void)
 {
 	return lab_host_nr_cpus_online;
 }
+
+LAB_INLINE struct lab_walk_carry *walk_carry(u32 cpu)
+{
+	static struct lab_walk_carry carry[LAB_HOST_CPUS];
+
+	return &carry[cpu % LAB_HOST_CPUS];
+}
 #else
 /* cgroup.bpf.h defines them. */
 LAB_INLINE struct lab_tg *tg_get(u32 i);
 LAB_INLINE struct lab_gq *gq_get(u32 i, u32 cpu);
 LAB_INLINE u32 tg_nr_cpus_online(void);
+LAB_INLINE struct lab_walk_carry *walk_carry(u32 cpu);
 #endif
 
 /* scale_load() / scale_load_down() on 64-bit. */
@@ -281,14 +305,17 @@ LAB_INLINE u64 calc_prop_weight(u64 weight, u64 se_weight, u64 queue_weight)
 LAB_INLINE u64 group_walk(u32 tg_idx, u32 cpu, u32 load_w_old, u32 load_w, bool runnable, int op,
 			  u32 mode, u64 now)
 {
-	u64 h = LAB_NICE_0_LOAD_HR, w_old = lab_scale_load(load_w_old),
-	    w_new = lab_scale_load(load_w);
-	int child = op == LAB_GROUP_ENQUEUE ? LAB_CHILD_JOINS :
-		    op == LAB_GROUP_DEQUEUE ? LAB_CHILD_LEAVES : LAB_CHILD_STAYS;
-	u32 idx = tg_idx, i;
+	struct lab_walk_carry *c = walk_carry(cpu);
+	u64 h, w_old, w_new = lab_scale_load(load_w);
+	u32 idx = tg_idx, i, child;
 
 	if (!tg_idx)
 		return op == LAB_GROUP_DEQUEUE ? 0 : w_new;
+	WRITE_ONCE(c->h, LAB_NICE_0_LOAD_HR);
+	WRITE_ONCE(c->w_old, lab_scale_load(load_w_old));
+	WRITE_ONCE(c->w_new, w_new);
+	WRITE_ONCE(c->child, op == LAB_GROUP_ENQUEUE ? LAB_CHILD_JOINS :
+			     op == LAB_GROUP_DEQUEUE ? LAB_CHILD_LEAVES : LAB_CHILD_STAYS);
 	lab_for(i, 0, LAB_GROUP_DEPTH) {
 		struct lab_tg *tg = tg_get(idx);
 		struct lab_gq *gq = gq_get(idx, cpu);
@@ -297,6 +324,10 @@ LAB_INLINE u64 group_walk(u32 tg_idx, u32 cpu, u32 load_w_old, u32 load_w, bool 
 
 		if (!tg || !gq)
 			break;
+		h = READ_ONCE(c->h);
+		w_old = READ_ONCE(c->w_old);
+		w_new = READ_ONCE(c->w_new);
+		child = READ_ONCE(c->child);
 		was_queued = gq->load_weight != 0;
 		if (op != LAB_GROUP_FOLD) {
 			update_gq_load_avg(now, gq);
@@ -329,7 +360,10 @@ LAB_INLINE u64 group_walk(u32 tg_idx, u32 cpu, u32 load_w_old, u32 load_w, bool 
 			child = LAB_CHILD_STAYS;
 		}
 		gq->se_weight = shares;
-		w_new = shares;
+		WRITE_ONCE(c->h, h);
+		WRITE_ONCE(c->w_old, w_old);
+		WRITE_ONCE(c->w_new, shares);
+		WRITE_ONCE(c->child, child);
 		idx = tg->parent;
 		if (!idx)
 			break;
@@ -337,7 +371,7 @@ LAB_INLINE u64 group_walk(u32 tg_idx, u32 cpu, u32 load_w_old, u32 load_w, bool 
 	if (op == LAB_GROUP_DEQUEUE)
 		return 0;
 	/* The top-level group entity's fraction of NICE_0_LOAD. */
-	return calc_prop_weight(h, w_new, LAB_NICE_0_LOAD_HR);
+	return calc_prop_weight(READ_ONCE(c->h), READ_ONCE(c->w_new), LAB_NICE_0_LOAD_HR);
 }
 
 /*
