@@ -94,7 +94,7 @@ LAB_INLINE u32 accumulate_pelt_segments(u64 periods, u32 d1, u32 d3)
  * running state, decaying the old sums by the periods crossed. Returns those periods.
  */
 LAB_INLINE u64 accumulate_sum(u64 delta, struct lab_sched_avg *sa, u64 load, u64 runnable,
-			      int running)
+			      u32 running)
 {
 	u32 contrib = (u32)delta;	/* no period crossed: delta < 1024 */
 	u64 periods;
@@ -106,18 +106,17 @@ LAB_INLINE u64 accumulate_sum(u64 delta, struct lab_sched_avg *sa, u64 load, u64
 		sa->runnable_sum = decay_load(sa->runnable_sum, periods);
 		sa->util_sum = (u32)decay_load((u64)sa->util_sum, periods);
 		delta %= 1024;
-		/* Without load nothing below uses contrib (runnable and running are 0 then). */
-		if (load)
-			contrib = accumulate_pelt_segments(periods, 1024 - sa->period_contrib,
-							   (u32)delta);
+		/* The kernel computes this only with load: without, runnable and running are 0
+		 * and nothing below uses it. */
+		contrib = accumulate_pelt_segments(periods, 1024 - sa->period_contrib, (u32)delta);
 	}
 	sa->period_contrib = (u32)delta;
-	if (load)
-		sa->load_sum += load * contrib;
-	if (runnable)
-		sa->runnable_sum += runnable * contrib << LAB_SCHED_CAPACITY_SHIFT;
-	if (running)
-		sa->util_sum += contrib << LAB_SCHED_CAPACITY_SHIFT;
+	/* fair.c adds each term under an if on its factor; a factor of 0 adds 0, so the sums
+	 * are the same without the branches, which would multiply the paths the verifier walks
+	 * (running is 0 or 1). */
+	sa->load_sum += load * contrib;
+	sa->runnable_sum += runnable * contrib << LAB_SCHED_CAPACITY_SHIFT;
+	sa->util_sum += running * contrib << LAB_SCHED_CAPACITY_SHIFT;
 	return periods;
 }
 
@@ -127,9 +126,9 @@ LAB_INLINE u64 accumulate_sum(u64 delta, struct lab_sched_avg *sa, u64 load, u64
  * @now before the last update changes nothing (see the top of this file).
  */
 LAB_INLINE bool update_load_sum(u64 now, struct lab_sched_avg *sa, u64 load, u64 runnable,
-				int running)
+				bool running)
 {
-	u64 delta;
+	u64 delta, loaded = load != 0;
 
 	if ((s64)(now - sa->last_update_time) < 0)
 		return false;
@@ -137,10 +136,9 @@ LAB_INLINE bool update_load_sum(u64 now, struct lab_sched_avg *sa, u64 load, u64
 	if (!delta)
 		return false;
 	sa->last_update_time += delta << 10;
-	/* running is a subset of runnable, which is a subset of load */
-	if (!load)
-		runnable = running = 0;
-	return accumulate_sum(delta, sa, load, runnable, running) != 0;
+	/* running is a subset of runnable, which is a subset of load (without load both are 0:
+	 * a product rather than a branch, see accumulate_sum()) */
+	return accumulate_sum(delta, sa, load, runnable * loaded, (u32)running * (u32)loaded) != 0;
 }
 
 /* get_pelt_divider(): the largest sum at the current position within the period. */
