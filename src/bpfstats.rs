@@ -107,7 +107,8 @@ pub fn delta(
 /// the load keep each program's verifier log and write a summary of it to `DIR/<program>.lines`:
 /// the instructions walked per global function and per source line (`LAB_VERIFIER_LOG_LEVEL=2`,
 /// the default), or only the verifier's statistics and time (`LAB_VERIFIER_LOG_LEVEL=4`), in the
-/// log's tail, `DIR/<program>.tail`.
+/// log's tail, `DIR/<program>.tail`; with `LAB_VERIFIER_LOG_RAW=1` the whole log too, in
+/// `DIR/<program>.log`.
 pub struct VerifierLogs {
     dir: std::path::PathBuf,
     bufs: Vec<(String, Vec<u8>)>,
@@ -165,6 +166,9 @@ impl VerifierLogs {
             std::fs::write(self.dir.join(format!("{name}.lines")), out)?;
             let tail = len.saturating_sub(65536);
             std::fs::write(self.dir.join(format!("{name}.tail")), &buf[tail..len])?;
+            if std::env::var_os("LAB_VERIFIER_LOG_RAW").is_some() {
+                std::fs::write(self.dir.join(format!("{name}.log")), &buf[..len])?;
+            }
         }
         Ok(())
     }
