@@ -1,4 +1,4 @@
-# A CPU taken by a higher class: a SCHED_FIFO hog pinned to CPU 1 at 100 % for 15 s while 8 lab
+# A CPU taken by a higher class: a SCHED_FIFO hog pinned to CPU 1 at 100 % for 8 s while 8 lab
 # CPU hogs that may run anywhere are queued. When the RT task takes CPU 1, ops.cpu_release hands
 # back what waits in its local DSQ, nothing is inserted there while RT tasks are runnable on it,
 # and the balancer empties its queue first (a held CPU counts as busiest whatever its load):
@@ -10,7 +10,7 @@
 # boot: timing
 . ./lib.sh
 
-SECS=${LAB_RT_SECS:-15}	# the 30 s of a soak run: scripts/vm --timing -- env LAB_RT_SECS=30 sh tests/suite.sh t-15-rt-neighbour.sh
+SECS=${LAB_RT_SECS:-8}	# the 30 s of a soak run: scripts/vm --timing -- env LAB_RT_SECS=30 sh tests/suite.sh t-15-rt-neighbour.sh
 start_lab
 seq0=$(cat $SCX/enable_seq)
 before=$(counters cpu_release release_kick pull_periodic)
