@@ -4,7 +4,7 @@
 #    idle CPU's stay low;
 #  - once it stops, CPU 2 runs nothing of ours and its blocked averages decay (refreshed every
 #    32 ms from a busy CPU's tick, as the kernel's nohz idle balance does): near zero 0.6 s later
-#    (each step samples every 0.3 s for up to 6 s more: a loaded host can stall emulated CPUs);
+#    (each step samples every 0.3 s for up to 15 s more: a loaded host can stall emulated CPUs);
 #  - moved to CPU 3 while running (an affinity change), its history goes with it: CPU 3's signals
 #    rise, and the attach and detach/remove counters move;
 #  - the frequency hand-off (CPUFREQ): the saturated CPU's performance target, the signal that
@@ -48,7 +48,7 @@ taskset -c 2 sh -c 'while :; do :; done' &
 hog=$!
 sleep 3
 busy() { [ "$(pelt 2 util)" -ge 900 ] 2>/dev/null && [ "$(pelt 2 load)" -ge 900 ] 2>/dev/null && [ "$(pelt 2 runnable)" -ge 900 ] 2>/dev/null; }
-until_sampled 60 busy
+until_sampled 150 busy
 show 2; show 3
 u=$(pelt 2 util); l=$(pelt 2 load); r=$(pelt 2 runnable)
 check "a saturated CPU's utilisation is near 1024 ($u)" [ "${u:-0}" -ge 900 ]
@@ -63,7 +63,7 @@ before=$(counters pelt_attach pelt_detach pelt_remove pelt_blocked)
 taskset -p -c 3 $hog >/dev/null || fail "taskset -p 3 $hog failed"
 sleep 2
 moved() { [ "$(pelt 3 util)" -ge 800 ] 2>/dev/null && [ "$(pelt 2 util)" -le 100 ] 2>/dev/null; }
-until_sampled 60 moved
+until_sampled 150 moved
 show 2; show 3
 note "(2 s after the move, then $waited s of sampling)"
 u3=$(pelt 3 util); u2=$(pelt 2 util)
@@ -73,7 +73,7 @@ check "CPU 2 decayed once nothing of ours ran there ($u2)" [ "${u2:-9999}" -le 1
 kill $hog; wait $hog 2>/dev/null
 sleep 0.6
 decayed() { [ "$(pelt 3 util)" -le 60 ] 2>/dev/null && [ "$(pelt 3 load)" -le 60 ] 2>/dev/null; }
-until_sampled 60 decayed
+until_sampled 150 decayed
 show 3
 note "(0.6 s after the exit, then $waited s of sampling)"
 u3=$(pelt 3 util); l3=$(pelt 3 load)
