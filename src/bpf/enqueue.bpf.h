@@ -90,7 +90,7 @@ static __always_inline int enqueue_pick_decide(struct lab_rq *rq, lab_pool_t *po
  * lab_enqueue_task().
  */
 static __always_inline long enqueue_finish(struct lab_rq *rq, lab_pool_t *pool, lab_se_t *se,
-					   u32 n, int wakeup, u32 wk_bits, bool lazy,
+					   u32 n, int wakeup, u32 wk_bits, u32 lazy,
 					   const struct lab_params *params, u64 *st, long ret)
 {
 	if (wakeup) {
@@ -151,8 +151,8 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 	struct lab_rq *rq;
 	lab_se_t *se;
 	struct rq *krq;
-	long ret = 0;
-	bool joined = true, lazy, insert = false;
+	long ret;
+	bool joined = true, insert = false;
 	int wakeup = LAB_PREEMPT_NO;
 	u32 n, curr_n = 0;
 
@@ -185,8 +185,12 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 	wk.wakee_idle = wk_bits & LAB_WK_IDLE;
 	wk.wakee_normal = wk_bits & LAB_WK_NORMAL;
 	/* Under preempt=lazy a reschedule of another CPU's task waits for its tick (below); read
-	 * before the lock, which allows no helper calls. */
-	lazy = params->preempt == LAB_PREEMPT_LAZY && cpu != bpf_get_smp_processor_id();
+	 * before the lock, which allows no helper calls. It and the kick that update_curr() may
+	 * ask for below wait in the task's context until the end: a flag known to the BPF
+	 * verifier as a constant would have it check every path of the enqueue once per value. */
+	WRITE_ONCE(tc->enq_lazy, params->preempt == LAB_PREEMPT_LAZY &&
+				 cpu != bpf_get_smp_processor_id());
+	WRITE_ONCE(tc->enq_kick, 0);
 	krq = krq_of(cpu);
 
 	bpf_spin_lock(&rq->lock);
@@ -200,7 +204,7 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 	if (rq->pending == n)
 		rq->pending = 0;
 	if (account_remote(&rq->cfs, pool, krq, params, st) && resched_curr_lazy(rq, st))
-		ret = LAB_ENQ_KICK;
+		WRITE_ONCE(tc->enq_kick, 1);
 	if (se->on_rq && se->cpu == cpu) {
 		if (se->delayed) {
 			util_est_enqueue_task(&rq->cfs, se, params);
@@ -221,6 +225,7 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 	se->custody = 1;
 	if (joined && rq->pending)
 		rq->pending_stale = 1;
+	ret = -(long)READ_ONCE(tc->enq_kick);	/* LAB_ENQ_KICK or 0 */
 
 	if (wk_bits & LAB_WK_PICKED) {
 		rq_set_pending(rq, se, n);
@@ -257,7 +262,8 @@ static __always_inline long enqueue_task_masked(struct task_ctx *tc, s32 cpu, u3
 		wakeup = enqueue_pick_decide(rq, pool, se, n, insert, curr_n, action, nse, &wk, params,
 					     st, &ret);
 	}
-	ret = enqueue_finish(rq, pool, se, n, wakeup, wk_bits, lazy, params, st, ret);
+	ret = enqueue_finish(rq, pool, se, n, wakeup, wk_bits, READ_ONCE(tc->enq_lazy), params, st,
+			     ret);
 	bpf_spin_unlock(&rq->lock);
 	return ret;
 }

@@ -126,7 +126,10 @@ struct task_ctx {
 	u32 prio_changed;	/* LAB_PRIO_*: a reweight waits for prio_changed_fair()'s check */
 	u8 select_idle;		/* the last select_cpu chose its CPU because it was idle */
 	u8 repick;		/* LAB_REPICK_*: lab_enqueue_task() left its pick to lab_enqueue_repick() */
-	u8 pad[2];
+	/* An enqueue's early findings, kept here until its end rather than in registers (see
+	 * enqueue_task_masked()): preempt=lazy holds its reschedule; update_curr() asked for one. */
+	u8 enq_lazy;
+	u8 enq_kick;
 	u32 repick_curr;	/* the running entity that pick is to judge the wakee against */
 	u32 push_to;		/* 1 + the CPU an active balance pushes it to when it is put back */
 	u64 bw_exec;		/* its sum_exec_runtime already charged to its groups' cpu.max */
