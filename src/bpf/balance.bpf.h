@@ -121,6 +121,16 @@ static __always_inline void count_refusal(u64 *st, u32 verdict)
 	}
 }
 
+/* What can_migrate_task() reads during pull_candidates()' scan of a source queue, one set per
+ * source CPU (used under its queue lock). In memory rather than on the stack: to the BPF
+ * verifier the facts read back are unknown, where a task's flags on the stack were constants
+ * that split the scan into a path per combination. */
+struct lab_pull_scan {
+	struct lab_lb_env env;
+	struct lab_lb_task t;
+};
+struct lab_pull_scan lab_pull_scans[LAB_MAX_CPUS];
+
 /*
  * Mirrors can_migrate_task()'s queue-side half, over detach_tasks()'s walk of the source queue:
  * collect up to LAB_PULL_CANDIDATES queued entities of the source, in deadline order, whose
@@ -132,31 +142,35 @@ static __always_inline void count_refusal(u64 *st, u32 verdict)
 static __noinline u32 pull_candidates(struct lab_rq *rq, lab_pool_t *pool,
 				      const struct lab_pull *pl, u64 *st, u32 *cands)
 {
+	struct lab_pull_scan *ps = &lab_pull_scans[rq->cpu & (LAB_MAX_CPUS - 1)];
 	struct lab_cfs *cfs = &rq->cfs;
 	u32 n, k, i, verdict;
 	struct lab_lb_env env;
 
 	lb_env_init(pl, &env);
 	bpf_spin_lock(&rq->lock);
+	ps->env = env;
 	WRITE_ONCE(rq->pull_found, 0);
 	n = rb_first(cfs, pool);
 	bpf_for(i, 0, LAB_PULL_SCAN) {
-		struct lab_lb_task t = {};
+		struct lab_lb_task *t = &ps->t;
 		lab_se_t *se;
 
 		k = READ_ONCE(rq->pull_found);
 		if (!n || k >= LAB_PULL_CANDIDATES)
 			break;
 		se = SE(pool, n);
-		t.last_ran = se->last_ran;
-		t.delayed = se->delayed;
-		t.on_cpu = !se->custody || se->running;
-		t.eligible = entity_eligible(cfs, pool, se);
-		t.next_buddy = cfs->next == n;
-		t.idle_policy = se->weight == WEIGHT_IDLEPRIO;
-		t.migrated = se->migrated;
-		t.allowed = 1;
-		verdict = lab_can_migrate_task(&env, &t);
+		__builtin_memset(t, 0, sizeof(*t));
+		t->last_ran = se->last_ran;
+		t->delayed = se->delayed;
+		t->on_cpu = !se->custody || se->running;
+		t->eligible = entity_eligible(cfs, pool, se);
+		t->next_buddy = cfs->next == n;
+		t->idle_policy = se->weight == WEIGHT_IDLEPRIO;
+		t->migrated = se->migrated;
+		t->allowed = 1;
+		barrier();
+		verdict = lab_can_migrate_task(&ps->env, t);
 		if (verdict == LAB_MIGRATE_OK) {
 			cands[k & (LAB_PULL_CANDIDATES - 1)] = n;
 			WRITE_ONCE(rq->pull_found, k + 1);

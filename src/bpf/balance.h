@@ -107,8 +107,6 @@ LAB_INLINE u32 lab_can_migrate_affinity(bool migration_disabled, bool allowed)
  */
 LAB_INLINE u32 lab_can_migrate_task(const struct lab_lb_env *env, const struct lab_lb_task *t)
 {
-	if (t->delayed)
-		return LAB_MIGRATE_DELAYED;
 	u32 verdict;
 
 	if (t->delayed)
