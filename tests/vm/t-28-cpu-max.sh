@@ -64,7 +64,21 @@ run() {
 	echo 0 >$CG/i/cpu.idle
 }
 
+# close A B [TOL]: A within TOL (relative; 0.05 unless given) of B.
+close() { awk -v a="$1" -v b="$2" -v t="${3:-0.05}" 'BEGIN {e = a / b - 1; if (e < 0) e = -e; exit !(e <= t)}'; }
+below() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
+pct() { awk -v x="$1" 'BEGIN {printf "%.1f %%", 100 * x}'; }
+L() { sed -n "$1p" /tmp/bw.lab; }
+K() { sed -n "$1p" /tmp/bw.kernel; }
+
 run /tmp/bw.kernel
+# The kernel's capped figure is the reference's sanity check (below). 7.2 once gave 4.6 % in a
+# CI-equivalent run and 20.1 % in the next boot of the same tree: a figure off by more than the
+# tolerance is measured again, once, and both are shown.
+if ! close "$(K 1)" 0.20 0.15; then
+	note "kernel: the capped group got $(pct "$(K 1)") of a CPU; measuring the kernel again"
+	run /tmp/bw.kernel
+fi
 start_lab
 scx_eevdf_lab features CPU_MAX >/dev/null || fail "cannot turn CPU_MAX on"
 run /tmp/bw.lab
@@ -74,12 +88,6 @@ stop_lab
 
 read -r periods throttled unthrottled held released forced </tmp/bw.counters
 note "lab: periods $periods, queues throttled $throttled, unthrottled $unthrottled; tasks held $held, let back $released (forced $forced)"
-# close A B [TOL]: A within TOL (relative; 0.05 unless given) of B.
-close() { awk -v a="$1" -v b="$2" -v t="${3:-0.05}" 'BEGIN {e = a / b - 1; if (e < 0) e = -e; exit !(e <= t)}'; }
-below() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a < b)}'; }
-pct() { awk -v x="$1" 'BEGIN {printf "%.1f %%", 100 * x}'; }
-L() { sed -n "$1p" /tmp/bw.lab; }
-K() { sed -n "$1p" /tmp/bw.kernel; }
 note "cpu.max 20000 100000, four hogs: lab $(pct "$(L 1)") of a CPU, kernel $(pct "$(K 1)") (expected 20 %)"
 note "cpu.max max again: lab $(L 2) CPUs, kernel $(K 2) CPUs"
 note "cpu.idle group beside a root hog on CPU 3: lab $(pct "$(L 3)"), kernel $(pct "$(K 3)")"
