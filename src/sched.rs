@@ -165,7 +165,7 @@ impl<'a> Scheduler<'a> {
         let hz = measure_hz(&skel)?;
         skel.maps.data_data.as_mut().unwrap().tick_ns = 1_000_000_000 / hz;
         info!("kernel HZ: {hz}");
-        // tg_cpus(): the online CPUs, kept by ops.cpu_online / ops.cpu_offline from here on.
+        // tg_cpus() of a group without a cpuset of its own: the online CPUs, kept by ops.cpu_online / ops.cpu_offline from here on.
         skel.maps.bss_data.as_mut().unwrap().lab_nr_cpus_online =
             crate::topology::online_cpus() as u32;
 

@@ -96,6 +96,94 @@ static __always_inline u32 cgroup_id_tg(u64 cgid)
 }
 
 /*
+ * cpuset_num_cpus() on the v2 hierarchy: the CPUs of @cgrp's effective cpuset -- its own when
+ * the cpuset controller is enabled for it, else its nearest ancestor's (cgroup_e_css()). 0 when
+ * that is the root's, whose CPUs are the active ones (tg_cpus() then counts the online CPUs, kept
+ * by ops.cpu_online / ops.cpu_offline), or when cpusets are not on the v2 hierarchy. @cgrp may be
+ * trusted or not: every field is read with a probe.
+ *
+ * Debian's kernels keep a cpuset's masks off its struct (CONFIG_CPUMASK_OFFSTACK); the two
+ * flavours below let CO-RE find the mask either way.
+ */
+struct cpuset___lab_ptr {
+	struct cgroup_subsys_state css;
+	struct cpumask *effective_cpus;
+} __attribute__((preserve_access_index));
+
+struct cpuset___lab_arr {
+	struct cgroup_subsys_state css;
+	struct cpumask effective_cpus[1];
+} __attribute__((preserve_access_index));
+
+#define LAB_CPUSET_MAX_LEVELS	64	/* ancestors looked at for a cpuset, the cgroup included */
+
+static __always_inline u32 cpuset_num_cpus(struct cgroup *cgrp)
+{
+	struct cgroup_subsys_state *css = NULL;
+	struct cgroup *c = cgrp;
+	void *cs, *mask;
+	u64 word, off;
+	u32 i, id, words, nr = 0, level = 0;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, cpuset_cgrp_id))
+		return 0;
+	id = bpf_core_enum_value(enum cgroup_subsys_id, cpuset_cgrp_id);
+	off = bpf_core_field_offset(struct cgroup, subsys) + (u64)id * sizeof(void *);
+	bpf_for(i, 0, LAB_CPUSET_MAX_LEVELS) {
+		if (!c || bpf_probe_read_kernel(&css, sizeof(css), (void *)c + off))
+			return 0;
+		level = BPF_CORE_READ(c, level);
+		if (css)
+			break;
+		c = BPF_CORE_READ(c, self.parent, cgroup);
+	}
+	if (!css || !level)
+		return 0;
+	cs = (void *)css - bpf_core_field_offset(struct cpuset___lab_ptr, css);
+	if (bpf_core_field_exists(struct cpuset___lab_ptr, effective_cpus))
+		mask = BPF_CORE_READ((struct cpuset___lab_ptr *)cs, effective_cpus);
+	else
+		mask = cs + bpf_core_field_offset(struct cpuset___lab_arr, effective_cpus);
+	if (!mask)
+		return 0;
+	words = (topo.nr_cpus + 63) / 64;
+	bpf_for(i, 0, words) {
+		if (bpf_probe_read_kernel(&word, sizeof(word), mask + (u64)i * sizeof(word)))
+			return 0;
+		if ((i + 1) * 64 > topo.nr_cpus)
+			word &= (1ULL << (topo.nr_cpus & 63)) - 1;
+		nr += __builtin_popcountll(word);
+	}
+	return nr;
+}
+
+/* How long a group's copy of its cpuset's size serves before the tick reads it again. */
+#define LAB_CPUSET_REFRESH_NS	(10ULL * 1000 * 1000)
+
+/*
+ * Group @idx's cpuset_num_cpus() read again, when @force or when its copy is older than
+ * LAB_CPUSET_REFRESH_NS (the kernel reads the mask at each calc_group_shares()). Called on a
+ * move into the group and at the tick of its running tasks.
+ */
+__noinline int lab_tg_cpus_refresh(u32 idx, u64 now, u32 force)
+{
+	struct lab_tg *tg = tg_get(idx);
+	struct cgroup *cgrp;
+	u32 nr;
+
+	if (!tg || (!force && now - READ_ONCE(tg->nr_cpus_at) < LAB_CPUSET_REFRESH_NS))
+		return 0;
+	WRITE_ONCE(tg->nr_cpus_at, now);
+	cgrp = bpf_cgroup_from_id(READ_ONCE(tg->cgid));
+	if (!cgrp)
+		return 0;
+	nr = cpuset_num_cpus(cgrp);
+	bpf_cgroup_release(cgrp);
+	WRITE_ONCE(tg->nr_cpus, nr);
+	return 0;
+}
+
+/*
  * ops.cgroup_init: a cgroup of the cpu controller, at attach (parents first) or when created. It
  * gets a group (sched_create_group() / alloc_fair_sched_group()) with the shares of its
  * cpu.weight (or of cpu.idle), and a zeroed queue on every CPU.
@@ -146,6 +234,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_cgroup_init, struct cgroup *cgrp, struct scx_cg
 	tg->weight = args->weight;
 	tg->idle = idle;
 	tg->shares = idle ? LAB_IDLE_SHARES : lab_shares_from_cgroup(args->weight);
+	tg->nr_cpus = cpuset_num_cpus(cgrp);
 	lab_tg_gq[idx & (LAB_MAX_TGS - 1)] = q;
 	WRITE_ONCE(tg->cgid, cgrp->kn->id);
 	/* Its cpu.max, if the kernel passes it (6.17+). */
@@ -227,6 +316,7 @@ void BPF_STRUCT_OPS(lab_cgroup_move, struct task_struct *p, struct cgroup *from,
 	if (se->on_rq && se->delayed)
 		lab_leave(tc->slot, scx_bpf_now(), 0);
 	lab_regroup(tc->slot, cgroup_tg(to));
+	lab_tg_cpus_refresh(cgroup_tg(to), scx_bpf_now(), 1);
 }
 
 /* ops.cgroup_set_weight: cpu.weight (sched_group_set_shares()). Differs: each CPU takes the new

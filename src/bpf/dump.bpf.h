@@ -25,9 +25,9 @@ static __always_inline void dump_groups(s32 nr)
 			continue;
 		if (++shown > LAB_DUMP_MAX_GROUPS)
 			break;
-		scx_bpf_dump("group %u cgroup=%llu parent=%u weight=%u%s shares=%llu load_avg=%lld runnable_avg=%lld\n",
+		scx_bpf_dump("group %u cgroup=%llu parent=%u weight=%u%s shares=%llu load_avg=%lld runnable_avg=%lld cpuset=%u\n",
 			     i, tg->cgid, tg->parent, tg->weight, tg->idle ? " idle" : "", tg->shares,
-			     tg->load_avg, tg->runnable_avg);
+			     tg->load_avg, tg->runnable_avg, tg->nr_cpus);
 		if (tg->bw_quota)
 			scx_bpf_dump("  cpu.max quota=%llu period=%llu burst=%llu pool=%lld throttled=%lld (%llu times, %llu periods)\n",
 				     tg->bw_quota, tg->bw_period, tg->bw_burst, tg->bw_runtime,

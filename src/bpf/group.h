@@ -62,6 +62,11 @@ struct lab_tg {
 	u64 bw_nr_periods;	/* cpu.stat nr_periods: turn-overs with the group active */
 	u64 bw_nr_throttled;	/* cpu.stat nr_throttled: queues throttled */
 	s64 bw_throttled_now;	/* queues throttled at present */
+	/* cpuset_num_cpus(): the CPUs of the group's effective cpuset; 0: no cpuset of its own on
+	 * the v2 hierarchy (the root's, whose CPUs are the online ones) */
+	u32 nr_cpus;
+	u32 pad;
+	u64 nr_cpus_at;		/* when nr_cpus was last read (ns) */
 };
 
 /* A group's queue on one CPU (the group's cfs_rq there), and its entity in the parent's. */
@@ -168,10 +173,13 @@ LAB_INLINE s64 tg_tasks(const struct lab_tg *tg)
 	return nr > 1 ? nr : 1;
 }
 
-/* tg_cpus() (7.3) without cpusets: the online CPUs; >= 1. */
-LAB_INLINE s64 tg_cpus(void)
+/* tg_cpus() (7.3): the CPUs of the group's effective cpuset, else the online CPUs; >= 1. */
+LAB_INLINE s64 tg_cpus(const struct lab_tg *tg)
 {
-	u32 nr = tg_nr_cpus_online();
+	u32 nr = READ_ONCE(tg->nr_cpus);
+
+	if (!nr)
+		nr = tg_nr_cpus_online();
 
 	return nr ? nr : 1;
 }
@@ -213,14 +221,14 @@ LAB_INLINE u64 calc_group_shares(u32 mode, const struct lab_tg *tg, const struct
 	if (mode == LAB_CGROUP_UP)
 		return (u64)s;
 	if (mode == LAB_CGROUP_MAX) {
-		tg_shares = s * tg_cpus();
+		tg_shares = s * tg_cpus(tg);
 		shares_max = (s64)lab_scale_load(LAB_WEIGHT_NICE_MIN20);
 	} else {
 		nr = 1;
 		if (mode == LAB_CGROUP_TASKS || mode == LAB_CGROUP_CONCUR)
 			nr = tg_tasks(tg);
-		if (mode == LAB_CGROUP_CONCUR && nr > tg_cpus())
-			nr = tg_cpus();
+		if (mode == LAB_CGROUP_CONCUR && nr > tg_cpus(tg))
+			nr = tg_cpus(tg);
 		tg_shares = shares_max = nr * s;
 	}
 	return calc_smp_shares(tg, gq, tg_shares, shares_max);

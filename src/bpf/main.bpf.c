@@ -767,8 +767,10 @@ void BPF_STRUCT_OPS(lab_tick, struct task_struct *p)
 	if (bw_tick(p, tc, SE(pool, tc->slot), cpu))
 		scx_bpf_task_set_slice(p, 0);
 	/* entity_tick() of the running task's groups. */
-	if (SE(pool, tc->slot)->tg)
+	if (SE(pool, tc->slot)->tg) {
+		lab_tg_cpus_refresh(SE(pool, tc->slot)->tg, now, 0);
 		group_prepare(SE(pool, tc->slot), cpu, LAB_GROUP_TICK);
+	}
 	resched = lab_tick_account(cpu, p->se.sum_exec_runtime, p->pid, now);
 	if (resched) {
 		if (resched & LAB_RESCHED_LAZY)

@@ -96,6 +96,37 @@ fn every_cgroup_mode_on_two_busy_cpus() {
     assert_eq!(shares(SMP, t, q), 2);
 }
 
+/// tg_cpus() is the group's cpuset when it has one (cpuset_num_cpus()), else the online CPUs:
+/// the same group and load as above, confined to two CPUs, then to one.
+#[test]
+fn a_cpuset_bounds_max_and_concur() {
+    let _g = groups(&[(1, 0, 100)]);
+    let t = tg(1);
+    t.load_avg = 2048;
+    t.runnable_avg = 2048;
+    let q = gq(1, 0);
+    q.load_weight = 1024 << 10;
+    q.avg.load_avg = 1024;
+    q.tg_load_avg_contrib = 1024;
+    let shares = |mode, t: &lab_tg, q: &lab_gq| unsafe { host_calc_group_shares(mode, t, q) };
+    t.nr_cpus = 2;
+    assert_eq!(shares(MAX, t, q), S100, "max: 2 cpuset CPUs x half");
+    assert_eq!(
+        shares(CONCUR, t, q),
+        S100,
+        "concur: min(2 tasks, 2 CPUs) x half"
+    );
+    t.nr_cpus = 1;
+    assert_eq!(shares(MAX, t, q), S100 / 2, "max: 1 cpuset CPU x half");
+    assert_eq!(
+        shares(CONCUR, t, q),
+        S100 / 2,
+        "concur: min(2 tasks, 1 CPU) x half"
+    );
+    assert_eq!(shares(TASKS, t, q), S100, "tasks: no CPU bound");
+    assert_eq!(shares(SMP, t, q), S100 / 2, "smp: no CPU bound");
+}
+
 /// A stale contribution of this CPU is replaced by its current load; an empty group elsewhere
 /// leaves all of tg->shares here.
 #[test]

@@ -12,6 +12,10 @@
 #    (relative) of the kernel's, for each mode the kernel has (7.3: all five; 7.2, which has no
 #    cgroup_mode, against the lab's smp: 7.2's hierarchical queues give g's entity the same
 #    load-proportional shares).
+#  - A cpuset (7.3): with g confined to CPUs 2-3 (cpuset.cpus), max counts 2 CPUs instead of 4
+#    (tg_cpus() is cpuset_num_cpus()): g's entity weighs 2 x 512 on CPU 3 and gets 50 % of it. The
+#    cpuset is written while the hogs run (their pinned masks do not change), so the lab must read
+#    it on its own. The lab's share is within 5 % (relative) of the kernel's.
 # Autogroup is turned off for the test: the kernel would give each session's root-group tasks a
 # group of their own, which sched_ext does not see (README, "Groups").
 #
@@ -29,12 +33,14 @@ AG=/proc/sys/kernel/sched_autogroup_enabled
 ag0=$(cat $AG 2>/dev/null || echo)
 KMODE=/sys/kernel/debug/sched/cgroup_mode
 kmode0=$(cat $KMODE 2>/dev/null | sed -n 's/.*(\(.*\)).*/\1/p')
+cpuset0=$(grep -qw cpuset $CG/cgroup.subtree_control && echo on || echo off)
 
 cleanup() {
 	stop_hogs
 	for g in a b g; do rmdir $CG/$g 2>/dev/null; done
 	[ -n "$ag0" ] && echo "$ag0" >$AG
 	[ -n "$kmode0" ] && echo "$kmode0" >$KMODE 2>/dev/null
+	[ "$cpuset0" = off ] && echo -cpuset >$CG/cgroup.subtree_control 2>/dev/null
 }
 trap cleanup EXIT
 
@@ -63,13 +69,23 @@ modes() {
 		$1 "$m" || fail "cannot set cgroup_mode=$m ($1)"
 		echo "$m $(share $g3 $r3)" >>"$2"
 	done
+	if [ -n "$CPUSET" ]; then
+		echo 2-3 >$CG/g/cpuset.cpus || fail "cannot write g's cpuset.cpus"
+		$1 max || fail "cannot set cgroup_mode=max ($1)"
+		echo "cpuset $(share $g3 $r3)" >>"$2"
+		echo >$CG/g/cpuset.cpus
+	fi
 	stop_hogs
 }
 kernel_mode() { [ -w $KMODE ] || return 0; echo "$1" >$KMODE; }
 lab_mode() { scx_eevdf_lab set cgroup_mode="$1" >/dev/null 2>&1; }
 
-MODES=smp
+MODES=smp CPUSET=
 [ -w $KMODE ] && MODES="up smp concur max tasks"
+if [ -w $KMODE ] && grep -qw cpuset $CG/cgroup.controllers; then
+	echo +cpuset >$CG/cgroup.subtree_control || fail "cannot enable the cpuset controller"
+	CPUSET=yes
+fi
 
 weights kernel_mode /tmp/w.kernel
 modes kernel_mode /tmp/m.kernel
@@ -93,6 +109,10 @@ for m in $MODES; do
 	l=$(awk -v m=$m '$1 == m {print $2}' /tmp/m.lab) k=$(awk -v m=$m '$1 == m {print $2}' /tmp/m.kernel)
 	note "cgroup_mode=$m: g's share of CPU 3: lab $(pct $l), kernel $(pct $k)"
 done
+if [ -n "$CPUSET" ]; then
+	l=$(awk '$1 == "cpuset" {print $2}' /tmp/m.lab) k=$(awk '$1 == "cpuset" {print $2}' /tmp/m.kernel)
+	note "cgroup_mode=max, g's cpuset 2-3: g's share of CPU 3: lab $(pct $l), kernel $(pct $k) (expected 50 %)"
+fi
 for c in 1 2; do
 	check "lab: 1:3 on CPU $((c + 1)) within 5 %" close "$(sed -n ${c}p /tmp/w.lab)" 0.25
 done
@@ -100,3 +120,9 @@ for m in $MODES; do
 	check "lab: cgroup_mode=$m within 5 % of the kernel" \
 		close "$(awk -v m=$m '$1 == m {print $2}' /tmp/m.lab)" "$(awk -v m=$m '$1 == m {print $2}' /tmp/m.kernel)"
 done
+if [ -n "$CPUSET" ]; then
+	check "lab: cgroup_mode=max with a 2-CPU cpuset within 5 % of the kernel" \
+		close "$(awk '$1 == "cpuset" {print $2}' /tmp/m.lab)" "$(awk '$1 == "cpuset" {print $2}' /tmp/m.kernel)"
+else
+	note "no cpuset case: this kernel has no cgroup_mode or no cpuset controller"
+fi
