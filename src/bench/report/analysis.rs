@@ -79,7 +79,9 @@ pub struct FidelityRow {
     pub mirror_ci_pct: Option<(f64, f64)>,
     pub same_sign: bool,
     pub cis_overlap: Option<bool>,
-    /// `agrees` (same sign, intervals overlap), `differs`, or `unknown` (too few runs).
+    /// `agrees` (same sign, intervals overlap), `agrees: no effect` (intervals overlap and both
+    /// hold 0: neither effect is told apart from noise, whatever the signs of the means),
+    /// `differs`, or `unknown` (too few runs).
     pub verdict: String,
 }
 
@@ -321,6 +323,8 @@ pub fn fidelity(feature: &str, arms: &[Arm], cmps: &[Comparison]) -> Vec<Fidelit
             .ci_delta_pct
             .zip(m.ci_delta_pct)
             .map(|(a, b)| a.0 <= b.1 && b.0 <= a.1);
+        let null = |ci: Option<(f64, f64)>| ci.is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi);
+        let no_effect = null(k.ci_delta_pct) && null(m.ci_delta_pct);
         rows.push(FidelityRow {
             feature: feature.into(),
             workload: k.workload.clone(),
@@ -334,6 +338,7 @@ pub fn fidelity(feature: &str, arms: &[Arm], cmps: &[Comparison]) -> Vec<Fidelit
             verdict: match overlap {
                 None => "unknown".into(),
                 Some(true) if same_sign => "agrees".into(),
+                Some(true) if no_effect => "agrees: no effect".into(),
                 Some(_) => "differs".into(),
             },
         });
@@ -423,5 +428,69 @@ mod tests {
             .collect();
         let p: Vec<(usize, usize)> = pairs(&arms, None).iter().map(|p| (p.base, p.arm)).collect();
         assert_eq!(p, vec![(0, 1), (0, 2), (2, 3)]);
+    }
+
+    /// The verdicts, with the kernel's and the mirror's Δ% and intervals as given.
+    #[test]
+    fn fidelity_verdicts() {
+        let base = baseline(4);
+        let arms: Vec<Arm> = [
+            "eevdf:WA_WEIGHT",
+            "eevdf:NO_WA_WEIGHT",
+            "lab:WA_WEIGHT",
+            "lab:NO_WA_WEIGHT",
+        ]
+        .iter()
+        .map(|s| Arm::resolve(ArmSpec::parse(s).unwrap(), &base, 4).unwrap())
+        .collect();
+        let cmp = |b: usize, a: usize, d: f64, ci: Option<(f64, f64)>| Comparison {
+            workload: "messaging".into(),
+            metric: "seconds".into(),
+            base_arm: arms[b].label().to_string(),
+            arm: arms[a].label().to_string(),
+            better: crate::bench::stats::Better::Lower,
+            ratio: 1.0,
+            delta_pct: d,
+            welch: None,
+            ci_delta_pct: ci,
+            bootstrap_ci: None,
+            bootstrap_agrees: None,
+            p_adj: None,
+            noise_floor_pct: None,
+            marker: String::new(),
+            is_aa: false,
+            cross_boot: false,
+        };
+        let verdict = |k: (f64, Option<(f64, f64)>), m: (f64, Option<(f64, f64)>)| {
+            let rows = fidelity(
+                "WA_WEIGHT",
+                &arms,
+                &[cmp(0, 1, k.0, k.1), cmp(2, 3, m.0, m.1)],
+            );
+            assert_eq!(rows.len(), 1);
+            rows[0].verdict.clone()
+        };
+        // Same sign, overlapping intervals.
+        assert_eq!(
+            verdict((24.5, Some((-1.6, 42.8))), (33.7, Some((28.6, 38.3)))),
+            "agrees"
+        );
+        // Opposite means, but both intervals hold 0: no effect on either side.
+        assert_eq!(
+            verdict((-2.7, Some((-9.8, 3.8))), (4.0, Some((-1.7, 9.4)))),
+            "agrees: no effect"
+        );
+        // Opposite means and the kernel's effect is real: the mirror's interval overlaps, yet
+        // it differs.
+        assert_eq!(
+            verdict((-5.5, Some((-9.7, -1.5))), (0.7, Some((-10.7, 11.2)))),
+            "differs"
+        );
+        // Same sign, disjoint intervals.
+        assert_eq!(
+            verdict((5.0, Some((4.0, 6.0))), (20.0, Some((18.0, 22.0)))),
+            "differs"
+        );
+        assert_eq!(verdict((5.0, None), (5.0, Some((4.0, 6.0)))), "unknown");
     }
 }
