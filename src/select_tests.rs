@@ -54,6 +54,26 @@ fn sched_idle_rq_needs_every_entity_sched_idle() {
     }
 }
 
+/// Tasks below a cpu.idle group keep their own weights; the queue counts them as they join
+/// (h_nr_idle), and a CPU running nothing else is as good as idle to a wakee that is not.
+#[test]
+fn tasks_of_idle_groups_make_a_sched_idle_rq() {
+    let idle_group = |n: u32, weights: &[u64]| lab_cpu_snap {
+        nr_idle: n,
+        ..cpu(0, 0, 0, weights)
+    };
+    unsafe {
+        assert!(host_sched_idle_rq(&idle_group(2, &[NICE_0_W, NICE_0_W])));
+        // A SCHED_IDLE task beside them: counted too.
+        assert!(host_sched_idle_rq(&idle_group(2, &[NICE_0_W, IDLE_W])));
+        // One task of a normal group among them.
+        assert!(!host_sched_idle_rq(&idle_group(1, &[NICE_0_W, NICE_0_W])));
+        assert!(!host_sched_idle_rq(&idle_group(0, &[])));
+        assert!(host_choose_idle_cpu(&idle_group(1, &[NICE_0_W]), false));
+        assert!(!host_choose_idle_cpu(&idle_group(1, &[NICE_0_W]), true));
+    }
+}
+
 #[test]
 fn weights_identify_sched_idle_queues_exactly() {
     // The weight rule: n entities weigh 3n only when all are SCHED_IDLE, for every mix of a few

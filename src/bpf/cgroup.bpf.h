@@ -235,6 +235,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_cgroup_init, struct cgroup *cgrp, struct scx_cg
 	tg->idle = idle;
 	tg->shares = idle ? LAB_IDLE_SHARES : lab_shares_from_cgroup(args->weight);
 	tg->nr_cpus = cpuset_num_cpus(cgrp);
+	tg->h_idle = idle || tg_h_idle(parent);
 	lab_tg_gq[idx & (LAB_MAX_TGS - 1)] = q;
 	WRITE_ONCE(tg->cgid, cgrp->kn->id);
 	/* Its cpu.max, if the kernel passes it (6.17+). */
@@ -319,11 +320,20 @@ void BPF_STRUCT_OPS(lab_cgroup_move, struct task_struct *p, struct cgroup *from,
 	lab_tg_cpus_refresh(cgroup_tg(to), scx_bpf_now(), 1);
 }
 
+/* The group of @cgrp itself: NULL for a cgroup that counts as its ancestor (whose settings are
+ * the ancestor's, not the cgroup's). */
+static __always_inline struct lab_tg *tg_own(struct cgroup *cgrp)
+{
+	struct lab_tg *tg = tg_get(cgroup_tg(cgrp));
+
+	return tg && tg->cgid == cgrp->kn->id ? tg : NULL;
+}
+
 /* ops.cgroup_set_weight: cpu.weight (sched_group_set_shares()). Differs: each CPU takes the new
  * shares at its next event there, not all at once. */
 void BPF_STRUCT_OPS(lab_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 {
-	struct lab_tg *tg = tg_get(cgroup_tg(cgrp));
+	struct lab_tg *tg = tg_own(cgrp);
 
 	if (!tg)
 		return;
@@ -332,23 +342,56 @@ void BPF_STRUCT_OPS(lab_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 		WRITE_ONCE(tg->shares, lab_shares_from_cgroup(weight));
 }
 
+/*
+ * Every group's h_idle again, from its ancestors' cpu.idle: after a write, a group's tasks join
+ * queues as idle (h_nr_idle) exactly when it or an ancestor is idle. Differs: the kernel also
+ * moves the tasks already queued (sched_group_set_idle()); here they count from their next join.
+ */
+static __always_inline void tgs_update_h_idle(void)
+{
+	u32 i, d, j, h;
+
+	bpf_for(i, 1, LAB_MAX_TGS) {
+		struct lab_tg *tg = tg_get(i);
+
+		if (!tg)
+			continue;
+		h = 0;
+		j = i;
+		bpf_for(d, 0, LAB_GROUP_DEPTH) {
+			struct lab_tg *up = tg_get(j);
+
+			if (!up)
+				break;
+			if (READ_ONCE(up->idle)) {
+				h = 1;
+				break;
+			}
+			j = up->parent;
+		}
+		WRITE_ONCE(tg->h_idle, h);
+	}
+}
+
 /* ops.cgroup_set_idle: cpu.idle (sched_group_set_idle(): an idle group weighs
- * WEIGHT_IDLEPRIO; clearing it gives NICE_0_LOAD, whatever cpu.weight said). */
+ * WEIGHT_IDLEPRIO, and its tasks count in h_nr_idle; clearing it gives NICE_0_LOAD, whatever
+ * cpu.weight said). */
 void BPF_STRUCT_OPS(lab_cgroup_set_idle, struct cgroup *cgrp, bool idle)
 {
-	struct lab_tg *tg = tg_get(cgroup_tg(cgrp));
+	struct lab_tg *tg = tg_own(cgrp);
 
 	if (!tg)
 		return;
 	tg->idle = idle;
 	WRITE_ONCE(tg->shares, idle ? LAB_IDLE_SHARES : LAB_NICE_0_LOAD_HR);
+	tgs_update_h_idle();
 }
 
 /* ops.cgroup_set_bandwidth: cpu.max (and cpu.max.burst) written (tg_set_cfs_bandwidth()). */
 void BPF_STRUCT_OPS(lab_cgroup_set_bandwidth, struct cgroup *cgrp, u64 period_us, u64 quota_us,
 		    u64 burst_us)
 {
-	if (tg_set_cfs_bandwidth(cgroup_tg(cgrp), period_us, quota_us, burst_us))
+	if (tg_own(cgrp) && tg_set_cfs_bandwidth(cgroup_tg(cgrp), period_us, quota_us, burst_us))
 		bw_release_all();
 }
 

@@ -112,7 +112,9 @@ struct lab_se {
 	u8 bw_user;		/* a tick found it in user space with its group throttled there: held
 				 * when it is put back or picked, until it runs (the kernel throttles
 				 * a task on its return to user space only) */
-	u8 pad_limbo[3];
+	u8 idle_counted;	/* counted in its queue's nr_idle (h_nr_idle): SCHED_IDLE, or in a
+				 * cpu.idle group, when it joined */
+	u8 pad_limbo[2];
 	u64 limbo_since;	/* when it was first held since it last ran (ns), 0: not held since */
 	u64 h_load;		/* se->h_load.weight (7.3), full resolution: the effective weight */
 	u64 h_next;		/* the effective weight a full walk of its groups computed before the
@@ -171,7 +173,8 @@ struct lab_cfs {
 	u64 load_weight;	/* cfs_rq->load.weight: every queued entity, curr and ghosts too (their
 				 * nice weights: see group.h) */
 	u32 cpu;		/* the CPU whose queue this is (its group queues are on the same) */
-	u32 pad_cpu;
+	u32 nr_idle;		/* h_nr_idle: queued entities (ghosts too) that are SCHED_IDLE or in a
+				 * cpu.idle group, as they were when they joined */
 	u64 clock_pelt;		/* the time of the operation in progress (set under the lock) */
 	struct lab_sched_avg avg;	/* cfs_rq->avg */
 	struct lab_removed removed;	/* cfs_rq->removed */

@@ -65,7 +65,7 @@ struct lab_tg {
 	/* cpuset_num_cpus(): the CPUs of the group's effective cpuset; 0: no cpuset of its own on
 	 * the v2 hierarchy (the root's, whose CPUs are the online ones) */
 	u32 nr_cpus;
-	u32 pad;
+	u32 h_idle;		/* cpu.idle set here or on an ancestor: its tasks count in h_nr_idle */
 	u64 nr_cpus_at;		/* when nr_cpus was last read (ns) */
 };
 
@@ -136,6 +136,14 @@ LAB_INLINE struct lab_gq *gq_get(u32 i, u32 cpu);
 LAB_INLINE u32 tg_nr_cpus_online(void);
 LAB_INLINE struct lab_walk_carry *walk_carry(u32 cpu);
 #endif
+
+/* Whether group @i's tasks count as idle for h_nr_idle: cpu.idle on it or on an ancestor. */
+LAB_INLINE bool tg_h_idle(u32 i)
+{
+	struct lab_tg *tg = tg_get(i);
+
+	return tg && READ_ONCE(tg->h_idle);
+}
 
 /* scale_load() / scale_load_down() on 64-bit. */
 LAB_INLINE u64 lab_scale_load(u64 w)

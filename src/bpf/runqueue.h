@@ -360,6 +360,9 @@ LAB_INLINE void enqueue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 	se->is_new = 0;
 	cfs->nr_queued++;
 	cfs->load_weight += se_load_w(se);
+	/* enqueue_task_fair()'s h_nr_idle: a SCHED_IDLE task, or one below a cpu.idle group. */
+	se->idle_counted = se_load_w(se) == WEIGHT_IDLEPRIO || tg_h_idle(se->tg);
+	cfs->nr_idle += se->idle_counted;
 	if (cfs->curr != n)
 		__enqueue_entity(cfs, pool, n, p, st);
 }
@@ -414,6 +417,9 @@ LAB_INLINE bool dequeue_entity(struct lab_cfs *cfs, lab_pool_t *pool, u32 n, int
 	se->on_rq = 0;
 	if (cfs->nr_queued)
 		cfs->nr_queued--;
+	if (se->idle_counted && cfs->nr_idle)
+		cfs->nr_idle--;
+	se->idle_counted = 0;
 	cfs->load_weight = lab_sub_positive(cfs->load_weight, se_load_w(se));
 	/* dequeue_hierarchy(), light (group_account()); a ghost left its groups' runnable count
 	 * when it became one. */

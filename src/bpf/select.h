@@ -31,6 +31,7 @@ struct lab_cpu_snap {
 	u32 core;		/* core index: SMT siblings share it */
 	u32 nr_queued;		/* queued entities, running one and ghosts included (rq->nr_running) */
 	u32 nr_delayed;		/* ghosts among them */
+	u32 nr_idle;		/* SCHED_IDLE or in a cpu.idle group among them (h_nr_idle) */
 	u8 idle;		/* idle in the built-in idle mask */
 	u8 allowed;		/* in the task's cpus_ptr (and online) */
 	u8 released;		/* a higher scheduling class holds the CPU (ops.cpu_release) */
@@ -56,15 +57,18 @@ LAB_INLINE bool lab_available_idle(const struct lab_cpu_snap *c)
 }
 
 /*
- * sched_idle_rq(): the CPU has entities and every one of them is SCHED_IDLE.
+ * sched_idle_rq(): the CPU has entities and every one of them is idle: SCHED_IDLE, or below a
+ * cpu.idle group (h_nr_idle == nr_running).
  *
- * The kernel counts SCHED_IDLE tasks per queue (h_nr_idle). The lab reads it off the weights:
- * a SCHED_IDLE entity weighs WEIGHT_IDLEPRIO (3) and every other weight is at least 15
- * (nice 19), so n entities weigh exactly 3n if and only if all n are SCHED_IDLE.
+ * The queue counts them as they join (nr_idle). A task made SCHED_IDLE while queued counts from
+ * its next join, so the weights are read too: a SCHED_IDLE entity weighs WEIGHT_IDLEPRIO (3) and
+ * every other weight is at least 15 (nice 19), so n entities weigh exactly 3n if and only if all
+ * n are SCHED_IDLE.
  */
 LAB_INLINE bool lab_sched_idle_rq(const struct lab_cpu_snap *c)
 {
-	return c->nr_queued && c->weight == (u64)WEIGHT_IDLEPRIO * c->nr_queued;
+	return c->nr_queued && (c->nr_idle >= c->nr_queued ||
+				c->weight == (u64)WEIGHT_IDLEPRIO * c->nr_queued);
 }
 
 /* choose_idle_cpu(): idle, or running only SCHED_IDLE entities while the wakee is not one. */
