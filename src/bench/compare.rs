@@ -234,14 +234,7 @@ fn rerender(file: &str, mut r: Report) -> Report {
         reps,
     );
     r.fidelity = match &r.fidelity_feature {
-        Some(f) => {
-            let name = f.split(',').next().unwrap_or(f).trim();
-            report::fidelity(
-                name.strip_prefix("NO_").unwrap_or(name),
-                &r.arms,
-                &comparisons,
-            )
-        }
+        Some(f) => report::fidelity(&report::fidelity_features(f), &r.arms, &comparisons),
         None => Vec::new(),
     };
     r.summaries = summaries;

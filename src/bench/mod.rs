@@ -129,10 +129,12 @@ pub struct BenchArgs {
     pub processes: bool,
 
     /// Fidelity mode: compare FEATURE's effect in the kernel and in the mirror (arms
-    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given). Settings after a comma go to
-    /// all four arms (kernel-only ones, if any, to the eevdf arms only):
-    /// `--fidelity RUN_TO_PARITY,preempt=full`.
-    #[arg(long, value_name = "FEATURE[,SETTING...]")]
+    /// eevdf:F, eevdf:NO_F, lab:F, lab:NO_F; no ARM may be given). Several features joined by
+    /// `+` share one session: a base arm with all of them on, and one arm per feature with it
+    /// off, for each side. Settings after a comma go to every arm (kernel-only ones, if any, to
+    /// the eevdf arms only): `--fidelity RUN_TO_PARITY,preempt=full`, `--fidelity
+    /// WA_WEIGHT+WA_IDLE`.
+    #[arg(long, value_name = "FEATURE[+FEATURE...][,SETTING...]")]
     pub fidelity: Option<String>,
 
     /// Trace every run from the sched tracepoints (a BPF tracing program): wakeup latency, run
@@ -460,7 +462,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         environment.topology.allowed.len(),
     );
     let fidelity = match &args.fidelity {
-        Some(f) => report::fidelity(fidelity_parts(f)?.0, &arms, &comparisons),
+        Some(f) => report::fidelity(&fidelity_parts(f)?.0, &arms, &comparisons),
         None => Vec::new(),
     };
     let rep = Report {
@@ -542,10 +544,11 @@ pub fn write_outputs(rep: &Report, dir: &std::path::Path, plots: bool) -> Result
     Ok(())
 }
 
-/// The four arms of `--fidelity FEATURE[,SETTING...]`: the settings go to every arm, but the
-/// kernel-only knobs to the eevdf arms only.
-fn fidelity_arms(f: &str) -> Result<[String; 4]> {
-    let (name, settings) = fidelity_parts(f)?;
+/// The arms of `--fidelity FEATURE[+FEATURE...][,SETTING...]`: for the kernel and then the lab,
+/// a base arm with every feature on, then one arm per feature with that one off. The settings go
+/// to every arm, but the kernel-only knobs to the eevdf arms only.
+fn fidelity_arms(f: &str) -> Result<Vec<String>> {
+    let (names, settings) = fidelity_parts(f)?;
     let (mut kernel, mut lab) = (String::new(), String::new());
     for s in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         kernel.push_str(&format!(",{s}"));
@@ -554,26 +557,44 @@ fn fidelity_arms(f: &str) -> Result<[String; 4]> {
             lab.push_str(&format!(",{s}"));
         }
     }
-    Ok([
-        format!("eevdf:{name}{kernel}"),
-        format!("eevdf:NO_{name}{kernel}"),
-        format!("lab:{name}{lab}"),
-        format!("lab:NO_{name}{lab}"),
-    ])
+    // The features, with the `off`th one (if any) turned off.
+    let feats = |off: Option<usize>| {
+        let f: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match Some(i) == off {
+                true => format!("NO_{n}"),
+                false => n.to_string(),
+            })
+            .collect();
+        f.join("+")
+    };
+    let mut out = Vec::new();
+    for (kind, settings) in [("eevdf", &kernel), ("lab", &lab)] {
+        out.push(format!("{kind}:{}{settings}", feats(None)));
+        for i in 0..names.len() {
+            out.push(format!("{kind}:{}{settings}", feats(Some(i))));
+        }
+    }
+    Ok(out)
 }
 
-/// `--fidelity FEATURE[,SETTING...]`: the feature (without NO_), checked to be a kernel
-/// feature, and the settings.
-fn fidelity_parts(f: &str) -> Result<(&str, &str)> {
-    let (name, settings) = f.split_once(',').unwrap_or((f, ""));
-    let name = name.trim();
-    let name = name.strip_prefix("NO_").unwrap_or(name);
-    let feat = crate::features::find(name)
-        .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
-    if !feat.in_kernel {
-        bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
+/// `--fidelity FEATURE[+FEATURE...][,SETTING...]`: the features (without NO_), each checked to
+/// be a kernel feature and given once, and the settings.
+fn fidelity_parts(f: &str) -> Result<(Vec<&str>, &str)> {
+    let (_, settings) = f.split_once(',').unwrap_or((f, ""));
+    let names = report::fidelity_features(f);
+    for (i, name) in names.iter().enumerate() {
+        let feat = crate::features::find(name)
+            .with_context(|| format!("--fidelity: unknown feature {name:?}"))?;
+        if !feat.in_kernel {
+            bail!("--fidelity: {name} is a lab knob; the kernel has no such feature");
+        }
+        if names[..i].contains(name) {
+            bail!("--fidelity: {name} is given twice");
+        }
     }
-    Ok((name, settings))
+    Ok((names, settings))
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -607,6 +628,25 @@ mod tests {
             ArmSpec::parse(arm).unwrap();
         }
         assert!(fidelity_arms("NO_SUCH,preempt=full").is_err());
+        // Several features: each arm differs from its side's base in one feature.
+        assert_eq!(
+            fidelity_arms("WA_WEIGHT+NO_WA_IDLE,preempt=full").unwrap(),
+            [
+                "eevdf:WA_WEIGHT+WA_IDLE,preempt=full",
+                "eevdf:NO_WA_WEIGHT+WA_IDLE,preempt=full",
+                "eevdf:WA_WEIGHT+NO_WA_IDLE,preempt=full",
+                "lab:WA_WEIGHT+WA_IDLE,preempt=full",
+                "lab:NO_WA_WEIGHT+WA_IDLE,preempt=full",
+                "lab:WA_WEIGHT+NO_WA_IDLE,preempt=full"
+            ]
+        );
+        assert!(
+            fidelity_arms("WA_IDLE+NO_WA_IDLE")
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+        assert!(fidelity_arms("WA_IDLE+DELAY_WAKE_COLD").is_err());
         assert!(
             fidelity_arms("DELAY_WAKE_COLD")
                 .unwrap_err()

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
-const FIDELITY_ARMS: usize = 4;
 
 const NS_PER_US: f64 = 1e3;
 const NS_PER_MS: f64 = 1e6;
@@ -301,19 +300,52 @@ fn callback_rows(bpf: &BTreeMap<&str, crate::bpfstats::Cost>, ops: u64) -> Vec<C
     rows.into_iter().map(|(_, r)| r).collect()
 }
 
-/// The fidelity rows for feature `f` from arms [eevdf:F, eevdf:NO_F, lab:F, lab:NO_F].
-pub fn fidelity(feature: &str, arms: &[Arm], cmps: &[Comparison]) -> Vec<FidelityRow> {
-    if arms.len() < FIDELITY_ARMS {
+/// The features of a `--fidelity` value, `FEATURE[+FEATURE...][,SETTING...]`, without NO_.
+pub fn fidelity_features(f: &str) -> Vec<&str> {
+    let names = f.split(',').next().unwrap_or(f);
+    names
+        .split('+')
+        .map(|n| n.trim())
+        .map(|n| n.strip_prefix("NO_").unwrap_or(n))
+        .collect()
+}
+
+/// The fidelity rows for the features `fs` from the arms of `--fidelity` (bench's
+/// fidelity_arms()): the kernel's base arm, one arm per feature turned off, then the same for
+/// the lab.
+pub fn fidelity(fs: &[&str], arms: &[Arm], cmps: &[Comparison]) -> Vec<FidelityRow> {
+    let n = fs.len();
+    if n == 0 || arms.len() < 2 * (n + 1) {
         return Vec::new();
     }
     let find = |b: usize, a: usize| {
         move |c: &&Comparison| c.base_arm == arms[b].label() && c.arm == arms[a].label()
     };
     let mut rows = Vec::new();
-    for k in cmps.iter().filter(find(0, 1)) {
+    for (i, feature) in fs.iter().enumerate() {
+        rows.extend(fidelity_rows(
+            feature,
+            cmps,
+            find(0, 1 + i),
+            find(n + 1, n + 2 + i),
+        ));
+    }
+    rows
+}
+
+/// One feature's rows: each kernel comparison (`kernel` picks them) beside the lab's of the same
+/// workload and metric (`lab`).
+fn fidelity_rows(
+    feature: &str,
+    cmps: &[Comparison],
+    kernel: impl Fn(&&Comparison) -> bool,
+    lab: impl Fn(&&Comparison) -> bool,
+) -> Vec<FidelityRow> {
+    let mut rows = Vec::new();
+    for k in cmps.iter().filter(&kernel) {
         let Some(m) = cmps
             .iter()
-            .filter(find(2, 3))
+            .filter(&lab)
             .find(|c| c.workload == k.workload && c.metric == k.metric)
         else {
             continue;
@@ -463,7 +495,7 @@ mod tests {
         };
         let verdict = |k: (f64, Option<(f64, f64)>), m: (f64, Option<(f64, f64)>)| {
             let rows = fidelity(
-                "WA_WEIGHT",
+                &["WA_WEIGHT"],
                 &arms,
                 &[cmp(0, 1, k.0, k.1), cmp(2, 3, m.0, m.1)],
             );
@@ -492,5 +524,39 @@ mod tests {
             "differs"
         );
         assert_eq!(verdict((5.0, None), (5.0, Some((4.0, 6.0)))), "unknown");
+    }
+
+    /// Two features in one session: each is read off its own arm against its side's base.
+    #[test]
+    fn fidelity_of_two_features_pairs_each_with_its_base() {
+        let base = baseline(4);
+        let labels = [
+            "eevdf:WA_WEIGHT+WA_IDLE",
+            "eevdf:NO_WA_WEIGHT+WA_IDLE",
+            "eevdf:WA_WEIGHT+NO_WA_IDLE",
+            "lab:WA_WEIGHT+WA_IDLE",
+            "lab:NO_WA_WEIGHT+WA_IDLE",
+            "lab:WA_WEIGHT+NO_WA_IDLE",
+        ];
+        let arms: Vec<Arm> = labels
+            .iter()
+            .map(|s| Arm::resolve(ArmSpec::parse(s).unwrap(), &base, 4).unwrap())
+            .collect();
+        let mut cmps = Vec::new();
+        for p in pairs(&arms, None) {
+            let mut c = sample_report().comparisons[0].clone();
+            c.workload = "messaging".into();
+            c.base_arm = arms[p.base].label().to_string();
+            c.arm = arms[p.arm].label().to_string();
+            c.delta_pct = p.arm as f64;
+            c.ci_delta_pct = Some((p.arm as f64 - 0.5, p.arm as f64 + 0.5));
+            cmps.push(c);
+        }
+        let rows = fidelity(&fidelity_features("WA_WEIGHT+WA_IDLE"), &arms, &cmps);
+        let got: Vec<(&str, f64, f64)> = rows
+            .iter()
+            .map(|r| (r.feature.as_str(), r.kernel_delta_pct, r.mirror_delta_pct))
+            .collect();
+        assert_eq!(got, [("WA_WEIGHT", 1.0, 4.0), ("WA_IDLE", 2.0, 5.0)]);
     }
 }

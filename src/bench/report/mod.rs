@@ -8,7 +8,9 @@
 pub mod analysis;
 pub mod render;
 
-pub(crate) use analysis::{ArmCounters, ArmSummary, FidelityRow, Pair, analyze, fidelity, pairs};
+pub(crate) use analysis::{
+    ArmCounters, ArmSummary, FidelityRow, Pair, analyze, fidelity, fidelity_features, pairs,
+};
 pub(crate) use render::{csv, table};
 
 use super::arms::{Arm, Baseline};
