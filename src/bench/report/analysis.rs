@@ -12,8 +12,6 @@ use crate::bench::stats::{self, Comparison, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The arms of a fidelity session: eevdf:F, eevdf:NO_F, lab:F, lab:NO_F.
-
 const NS_PER_US: f64 = 1e3;
 const NS_PER_MS: f64 = 1e6;
 const MS_PER_S: f64 = 1e3;
