@@ -1,11 +1,12 @@
 # Runs guest-side tests and prints one line per test and a final "N passed, N failed".
 # Usage: sh suite.sh [TEST...]
 #
-# Three kinds of boot (scripts/vm, scripts/test): a test with a "# boot: timing" line in its
+# Four kinds of boot (scripts/vm, scripts/test): a test with a "# boot: timing" line in its
 # header judges a timing-dependent effect (CPU shares, latencies, preemption counts, balancing
 # within 100 ms) and belongs in a timing boot (`scripts/vm --timing`: icount, guest time follows
 # executed instructions, host load cannot change it); one with "# boot: smp" needs a multi-level
-# topology (`scripts/vm --smp SPEC`: the guest sees lab.smp=SPEC); every other test is functional
+# topology (`scripts/vm --smp SPEC`: the guest sees lab.smp=SPEC), and one with "# boot: smp-timing"
+# compares arms on that topology (both options); every other test is functional
 # and belongs in a normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run,
 # in name order.
 #
@@ -17,10 +18,12 @@ cd "$(dirname "$0")" || exit 2
 boot=functional
 grep -qw lab.timing=1 /proc/cmdline && boot=timing
 grep -q 'lab\.smp=' /proc/cmdline && boot=smp
+grep -qw lab.timing=1 /proc/cmdline && grep -q 'lab\.smp=' /proc/cmdline && boot=smp-timing
 boot_of() {
-	case $(grep -x '# boot: [a-z]*' "$1" | head -n1) in
+	case $(grep -x '# boot: [a-z-]*' "$1" | head -n1) in
 	'# boot: timing') echo timing ;;
 	'# boot: smp') echo smp ;;
+	'# boot: smp-timing') echo smp-timing ;;
 	*) echo functional ;;
 	esac
 }
