@@ -58,8 +58,8 @@ fn sched_idle_rq_needs_every_entity_sched_idle() {
 /// (h_nr_idle), and a CPU running nothing else is as good as idle to a wakee that is not.
 #[test]
 fn tasks_of_idle_groups_make_a_sched_idle_rq() {
-    let idle_group = |n: u32, weights: &[u64]| lab_cpu_snap {
-        nr_idle: n,
+    let idle_group = |n: usize, weights: &[u64]| lab_cpu_snap {
+        all_idle: (n >= weights.len()) as u8,
         ..cpu(0, 0, 0, weights)
     };
     unsafe {

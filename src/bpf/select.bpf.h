@@ -37,7 +37,7 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 	c->core = topo.cpu_core[ci];
 	c->nr_queued = 0;
 	c->nr_delayed = 0;
-	c->nr_idle = 0;
+	c->all_idle = 0;
 	c->load = 0;
 	c->weight = 0;
 	c->released = 0;
@@ -47,7 +47,7 @@ __noinline int lab_cpu_snap_read(s32 cpu, struct lab_cpu_snap *c)
 	c->released = READ_ONCE(rq->released) | READ_ONCE(rq->offline) | krq_rt_busy(krq_of(cpu));
 	c->nr_queued = READ_ONCE(rq->cfs.nr_queued);
 	c->nr_delayed = READ_ONCE(rq->cfs.nr_delayed);
-	c->nr_idle = READ_ONCE(rq->cfs.nr_idle);
+	c->all_idle = READ_ONCE(rq->cfs.nr_idle) >= c->nr_queued;
 	c->load = (s64)READ_ONCE(rq->cfs.avg.load_avg);
 	c->weight = READ_ONCE(rq->cfs.load_weight);
 	return 0;

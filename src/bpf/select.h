@@ -31,11 +31,17 @@ struct lab_cpu_snap {
 	u32 core;		/* core index: SMT siblings share it */
 	u32 nr_queued;		/* queued entities, running one and ghosts included (rq->nr_running) */
 	u32 nr_delayed;		/* ghosts among them */
-	u32 nr_idle;		/* SCHED_IDLE or in a cpu.idle group among them (h_nr_idle) */
 	u8 idle;		/* idle in the built-in idle mask */
 	u8 allowed;		/* in the task's cpus_ptr (and online) */
 	u8 released;		/* a higher scheduling class holds the CPU (ops.cpu_release) */
+	u8 all_idle;		/* every one of them SCHED_IDLE or in a cpu.idle group when it joined
+				 * (h_nr_idle == nr_running); a flag, not the count: the snapshot
+				 * stays 40 bytes, and select's stack holds several */
 };
+
+/* ops.select_cpu keeps several snapshots on its stack, which the verifier bounds at 512 bytes
+ * over a call chain: 8 more bytes each took it to 528 on a two-node SMT machine. */
+_Static_assert(sizeof(struct lab_cpu_snap) == 40, "lab_cpu_snap grew: check select's stack");
 
 /* cpus_share_cache() */
 LAB_INLINE bool lab_cpus_share_cache(const struct lab_cpu_snap *a, const struct lab_cpu_snap *b)
@@ -67,8 +73,7 @@ LAB_INLINE bool lab_available_idle(const struct lab_cpu_snap *c)
  */
 LAB_INLINE bool lab_sched_idle_rq(const struct lab_cpu_snap *c)
 {
-	return c->nr_queued && (c->nr_idle >= c->nr_queued ||
-				c->weight == (u64)WEIGHT_IDLEPRIO * c->nr_queued);
+	return c->nr_queued && (c->all_idle || c->weight == (u64)WEIGHT_IDLEPRIO * c->nr_queued);
 }
 
 /* choose_idle_cpu(): idle, or running only SCHED_IDLE entities while the wakee is not one. */
