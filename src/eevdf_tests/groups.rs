@@ -215,6 +215,56 @@ fn nested_groups_multiply_fractions() {
 /// The effective weight reaches the queue: a group task enqueued with two members has half a
 /// nice-0 weight, keeping the lag it saved (in service units, as reweight_eevdf() rescales it);
 /// V does not move when a queued entity is reweighted.
+/// h_nr_idle: a queue counts the tasks that join it SCHED_IDLE or below a cpu.idle group
+/// (group 2 is a child of idle group 1), and forgets each as it leaves.
+#[test]
+fn idle_groups_count_in_h_nr_idle() {
+    let _g = groups(&[(1, 0, 100), (2, 1, 100), (3, 0, 100)]);
+    tg(1).h_idle = 1;
+    tg(2).h_idle = 1;
+    let mut q = Q::new(defaults());
+    let mk = |q: &mut Q, tg, w: u32| {
+        let n = q.next_slot;
+        q.next_slot += 1;
+        *q.pool.se_mut(n) = lab_se {
+            weight: w,
+            load_w: w,
+            h_load: (w as u64) << 10,
+            inv_weight: table_inv_weight(w),
+            tg,
+            pid: n as i32,
+            cpu: 0,
+            is_new: 1,
+            ..Default::default()
+        };
+        q.enqueue(n, LAB_PLACE_INITIAL as i32);
+        n
+    };
+    let a = mk(&mut q, 2, NICE_0);
+    assert_eq!(
+        (q.cfs.nr_queued, q.cfs.nr_idle),
+        (1, 1),
+        "below an idle group"
+    );
+    let b = mk(&mut q, 0, 3);
+    assert_eq!(
+        (q.cfs.nr_queued, q.cfs.nr_idle),
+        (2, 2),
+        "SCHED_IDLE in the root"
+    );
+    let c = mk(&mut q, 3, NICE_0);
+    assert_eq!(
+        (q.cfs.nr_queued, q.cfs.nr_idle),
+        (3, 2),
+        "a normal group's task"
+    );
+    assert!(q.dequeue(a, 0));
+    assert_eq!((q.cfs.nr_queued, q.cfs.nr_idle), (2, 1));
+    assert!(q.dequeue(c, 0));
+    assert!(q.dequeue(b, 0));
+    assert_eq!((q.cfs.nr_queued, q.cfs.nr_idle), (0, 0));
+}
+
 #[test]
 fn the_effective_weight_reaches_the_queue() {
     let _g = groups(&[(1, 0, 100)]);
