@@ -11,7 +11,9 @@
 #    512) 67 %, concur and tasks 33 % or 50 % by the rounding above. The lab's share is within 5 %
 #    (relative) of the kernel's, for each mode the kernel has (7.3: all five; 7.2, which has no
 #    cgroup_mode, against the lab's smp: 7.2's hierarchical queues give g's entity the same
-#    load-proportional shares).
+#    load-proportional shares) -- except concur and tasks, where each side may land on either
+#    value of the rounding: the lab's share must be one of the two (33 % or 50 %, within 5 %),
+#    the kernel's is shown beside it (one run had the kernel at 33 % and the lab at 50 %).
 #  - A cpuset (7.3): with g confined to CPUs 2-3 (cpuset.cpus), max counts 2 CPUs instead of 4
 #    (tg_cpus() is cpuset_num_cpus()): g's entity weighs 2 x 512 on CPU 3 and gets 50 % of it. The
 #    cpuset is written while the hogs run (their pinned masks do not change), so the lab must read
@@ -98,6 +100,7 @@ counters cgroup_init cgroup_move cgroup_flattened | { read -r i m f; note "cgrou
 stop_lab
 
 close() { awk -v a="$1" -v b="$2" 'BEGIN {e = a / b - 1; if (e < 0) e = -e; exit !(e <= 0.05)}'; }
+either() { close "$1" 0.33333 || close "$1" 0.5; }
 pct() { awk -v x="$1" 'BEGIN {printf "%.1f %%", 100 * x}'; }
 # Everything is printed before the checks.
 for c in 1 2; do
@@ -117,8 +120,13 @@ for c in 1 2; do
 	check "lab: 1:3 on CPU $((c + 1)) within 5 %" close "$(sed -n ${c}p /tmp/w.lab)" 0.25
 done
 for m in $MODES; do
-	check "lab: cgroup_mode=$m within 5 % of the kernel" \
-		close "$(awk -v m=$m '$1 == m {print $2}' /tmp/m.lab)" "$(awk -v m=$m '$1 == m {print $2}' /tmp/m.kernel)"
+	l=$(awk -v m=$m '$1 == m {print $2}' /tmp/m.lab) k=$(awk -v m=$m '$1 == m {print $2}' /tmp/m.kernel)
+	case $m in
+	concur | tasks)
+		check "lab: cgroup_mode=$m gives one of the rounding's two shares (33 % or 50 %)" \
+			either "$l" ;;
+	*) check "lab: cgroup_mode=$m within 5 % of the kernel" close "$l" "$k" ;;
+	esac
 done
 if [ -n "$CPUSET" ]; then
 	check "lab: cgroup_mode=max with a 2-CPU cpuset within 5 % of the kernel" \
