@@ -215,6 +215,25 @@ fn nested_groups_multiply_fractions() {
 /// The effective weight reaches the queue: a group task enqueued with two members has half a
 /// nice-0 weight, keeping the lag it saved (in service units, as reweight_eevdf() rescales it);
 /// V does not move when a queued entity is reweighted.
+/// A new task of weight `w` in group `tg` (0: the root), enqueued on `q` as a fork is.
+fn member(q: &mut Q, tg: u32, w: u32) -> u32 {
+    let n = q.next_slot;
+    q.next_slot += 1;
+    *q.pool.se_mut(n) = lab_se {
+        weight: w,
+        load_w: w,
+        h_load: (w as u64) << 10,
+        inv_weight: table_inv_weight(w),
+        tg,
+        pid: n as i32,
+        cpu: 0,
+        is_new: 1,
+        ..Default::default()
+    };
+    q.enqueue(n, LAB_PLACE_INITIAL as i32);
+    n
+}
+
 /// h_nr_idle: a queue counts the tasks that join it SCHED_IDLE or below a cpu.idle group
 /// (group 2 is a child of idle group 1), and forgets each as it leaves.
 #[test]
@@ -223,36 +242,19 @@ fn idle_groups_count_in_h_nr_idle() {
     tg(1).h_idle = 1;
     tg(2).h_idle = 1;
     let mut q = Q::new(defaults());
-    let mk = |q: &mut Q, tg, w: u32| {
-        let n = q.next_slot;
-        q.next_slot += 1;
-        *q.pool.se_mut(n) = lab_se {
-            weight: w,
-            load_w: w,
-            h_load: (w as u64) << 10,
-            inv_weight: table_inv_weight(w),
-            tg,
-            pid: n as i32,
-            cpu: 0,
-            is_new: 1,
-            ..Default::default()
-        };
-        q.enqueue(n, LAB_PLACE_INITIAL as i32);
-        n
-    };
-    let a = mk(&mut q, 2, NICE_0);
+    let a = member(&mut q, 2, NICE_0);
     assert_eq!(
         (q.cfs.nr_queued, q.cfs.nr_idle),
         (1, 1),
         "below an idle group"
     );
-    let b = mk(&mut q, 0, 3);
+    let b = member(&mut q, 0, 3);
     assert_eq!(
         (q.cfs.nr_queued, q.cfs.nr_idle),
         (2, 2),
         "SCHED_IDLE in the root"
     );
-    let c = mk(&mut q, 3, NICE_0);
+    let c = member(&mut q, 3, NICE_0);
     assert_eq!(
         (q.cfs.nr_queued, q.cfs.nr_idle),
         (3, 2),
@@ -271,25 +273,8 @@ fn the_effective_weight_reaches_the_queue() {
     let mut q = Q::new(defaults());
     let a = q.spawn(NICE_0);
     // Two members of group 1, then enqueued.
-    let mk = |q: &mut Q, tg| {
-        let n = q.next_slot;
-        q.next_slot += 1;
-        *q.pool.se_mut(n) = lab_se {
-            weight: NICE_0,
-            load_w: NICE_0,
-            h_load: (NICE_0 as u64) << 10,
-            inv_weight: table_inv_weight(NICE_0),
-            tg,
-            pid: n as i32,
-            cpu: 0,
-            is_new: 1,
-            ..Default::default()
-        };
-        q.enqueue(n, LAB_PLACE_INITIAL as i32);
-        n
-    };
-    let g1 = mk(&mut q, 1);
-    let g2 = mk(&mut q, 1);
+    let g1 = member(&mut q, 1, NICE_0);
+    let g2 = member(&mut q, 1, NICE_0);
     // g1 joined alone (the whole group: 1024); g2 joined second (half: 512). g1's weight is
     // refreshed only when it runs or at a tick, as in 7.3.
     assert_eq!(q.pool.se(g1).weight, 1024);
