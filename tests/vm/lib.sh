@@ -215,3 +215,28 @@ wa_fidelity() {
 		fi
 	done </tmp/wa-rows
 }
+
+# wake_probe FROM ALLOWED [IDLE...]: a task that ran on CPU FROM sleeps 1 s (a timer wakeup),
+# allowed on the CPU list ALLOWED meanwhile; prints the CPU it woke up on (read from its own
+# /proc stat with shell builtins). IDLE: CPUs to pass through in this order just before, so that
+# they go idle last.
+wake_probe() {
+	from=$1 allowed=$2
+	shift 2
+	rm -f /tmp/probe.fifo /tmp/probe.out; mkfifo /tmp/probe.fifo
+	taskset -c "$from" sh -c 'exec 3<>/tmp/probe.fifo; read -t 1 x <&3
+		read -r s </proc/$$/stat; set -- $s; shift 38; echo "$1"' >/tmp/probe.out &
+	pid=$!
+	sleep 0.3
+	taskset -p -c "$allowed" $pid >/dev/null
+	for c in "$@"; do taskset -c "$c" true; done
+	wait $pid
+	cat /tmp/probe.out
+}
+# wake_probes N FROM ALLOWED [IDLE...]: the CPUs of N probes, space-separated.
+wake_probes() {
+	n=$1
+	shift
+	i=0
+	while [ $i -lt "$n" ]; do printf '%s ' "$(wake_probe "$@")"; i=$((i + 1)); done
+}

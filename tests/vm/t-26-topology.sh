@@ -12,29 +12,13 @@ check "the guest sees two NUMA nodes" [ -d /sys/devices/system/node/node1 ]
 # Everything this test runs itself stays on the second node, away from the CPUs it watches.
 taskset -p -c 4-7 $$ >/dev/null
 
-# probe: a task that ran on CPU 0 sleeps 1 s (a timer wakeup), allowed on CPUs 0-3 meanwhile;
-# prints the CPU it woke up on (read from its own /proc stat with shell builtins). IDLE: CPUs of
-# the first node to pass through in this order just before, so that they go idle last.
-probe() {
-	rm -f /tmp/probe.fifo /tmp/probe.out; mkfifo /tmp/probe.fifo
-	taskset -c 0 sh -c 'exec 3<>/tmp/probe.fifo; read -t 1 x <&3
-		read -r s </proc/$$/stat; set -- $s; shift 38; echo "$1"' >/tmp/probe.out &
-	pid=$!
-	sleep 0.3
-	taskset -p -c 0-3 $pid >/dev/null
-	for c in "$@"; do taskset -c "$c" true; done
-	wait $pid
-	cat /tmp/probe.out
-}
-# probes N IDLE...: the CPUs of N probes, space-separated.
-probes() { n=$1; shift; i=0; while [ $i -lt "$n" ]; do printf '%s ' "$(probe "$@")"; i=$((i + 1)); done; }
 # count_in LIST SET...: how many of LIST are in SET.
 count_in() { l=$1; shift; k=0; for x in $l; do for y in "$@"; do [ "$x" = "$y" ] && k=$((k + 1)); done; done; echo $k; }
 hog() { taskset -c "$1" sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!; }
 
 # Core 0 busy (a hog on CPU 0), CPU 1 and core 1 (CPUs 2, 3) idle.
 h0=$(hog 0)
-kernel=$(probes 3 3 2)
+kernel=$(wake_probes 3 0 0-3 3 2)
 note "kernel: a probe from busy CPU 0 woke on CPUs $kernel"
 
 start_lab
@@ -43,7 +27,7 @@ has "$(cat $LAB_LOG)" 'topology: 8 CPUs in 2 LLCs, 2 NUMA nodes, 4 cores \(SMT\)
 note "ok: $(grep -o 'topology: .*' $LAB_LOG)"
 F="sis_idle_core sis_smt idle_core_set sis_idle_core_none"
 b=$(counters $F)
-lab=$(probes 3 3 2)
+lab=$(wake_probes 3 0 0-3 3 2)
 a=$(counters $F)
 note "lab: a probe from busy CPU 0 woke on CPUs $lab; idle core found $(delta "$b" "$a" 1), idle cores set $(delta "$b" "$a" 3), none found $(delta "$b" "$a" 4)"
 check "lab: most probes go to the idle core (CPUs 2, 3), not to CPU 1" [ "$(count_in "$lab" 2 3)" -ge 2 ]
@@ -57,7 +41,7 @@ scx_eevdf_lab features NO_SIS_UTIL >/dev/null || fail "cannot set NO_SIS_UTIL"
 h2=$(hog 2) h3=$(hog 3)
 sleep 0.5
 b=$(counters $F)
-lab=$(probes 3)
+lab=$(wake_probes 3 0 0-3)
 a=$(counters $F)
 note "lab: with CPUs 0, 2, 3 busy, probes woke on CPUs $lab; idle sibling $(delta "$b" "$a" 2), idle core scans that found none $(delta "$b" "$a" 4)"
 check "lab: with no idle core, most probes go to CPU 1, the sibling of their busy CPU" [ "$(count_in "$lab" 1)" -ge 2 ]

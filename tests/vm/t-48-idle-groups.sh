@@ -24,28 +24,16 @@ echo 1 >$CG/idl/cpu.idle || fail "cannot write cpu.idle"
 # This shell and what it runs stay on CPUs 0 and 2.
 taskset -p -c 0,2 $$ >/dev/null
 
-# probe: prints the CPU that a task of CPU 1 wakes up on after 1 s asleep, allowed on 1 and 3.
-probe() {
-	rm -f /tmp/probe.fifo /tmp/probe.out; mkfifo /tmp/probe.fifo
-	taskset -c 1 sh -c 'exec 3<>/tmp/probe.fifo; read -t 1 x <&3
-		read -r s </proc/$$/stat; set -- $s; shift 38; echo "$1"' >/tmp/probe.out &
-	pid=$!
-	sleep 0.3
-	taskset -p -c 1,3 $pid >/dev/null
-	wait $pid
-	cat /tmp/probe.out
-}
-probes() { i=0; while [ $i -lt 3 ]; do printf '%s ' "$(probe)"; i=$((i + 1)); done; }
 on3() { k=0; for x in $1; do [ "$x" = 3 ] && k=$((k + 1)); done; echo $k; }
 # run OUT: probes with CPU 3's hog in idl, then in nrm; "idle CPUS" and "normal CPUS" in OUT.
 run() {
 	hog 1; hog 3 idl
 	sleep 0.3
-	echo "idle $(probes)" >"$1"
+	echo "idle $(wake_probes 3 1 1,3)" >"$1"
 	stop_hogs
 	hog 1; hog 3 nrm
 	sleep 0.3
-	echo "normal $(probes)" >>"$1"
+	echo "normal $(wake_probes 3 1 1,3)" >>"$1"
 	stop_hogs
 }
 
