@@ -3,7 +3,7 @@
 use crate::control::Control;
 use crate::features::{self, FeatureSet, Mirror, Tunables};
 use crate::topology::online_cpus;
-use crate::{input, kernel, sched, stats};
+use crate::{input, kernel, monitor, sched, stats};
 use anyhow::{Result, bail};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -232,11 +232,11 @@ const MAX_INTERVAL_S: f64 = 3600.0;
 
 fn monitor(args: &MonitorArgs) -> Result<()> {
     let interval = input::positive_secs("the interval", args.interval, MAX_INTERVAL_S)?;
-    stats::check_fields(&args.fields).map_err(input::bad)?;
+    monitor::check_fields(&args.fields).map_err(input::bad)?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed))?;
-    stats::monitor(interval, args.json, args.count, &args.fields, || {
+    monitor::monitor(interval, args.json, args.count, &args.fields, || {
         stop.load(std::sync::atomic::Ordering::Relaxed)
     })
 }

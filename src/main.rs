@@ -16,6 +16,7 @@ mod events;
 mod features;
 mod input;
 mod kernel;
+mod monitor;
 mod preflight;
 mod sched;
 #[cfg(test)]

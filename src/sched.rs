@@ -506,7 +506,8 @@ pub fn run(opts: &RunOpts) -> Result<()> {
         let s = shutdown.clone();
         std::thread::spawn(move || {
             let interval = Duration::from_secs_f64(secs);
-            if let Err(e) = stats::monitor(interval, false, None, &[], || s.load(Ordering::Relaxed))
+            if let Err(e) =
+                crate::monitor::monitor(interval, false, None, &[], || s.load(Ordering::Relaxed))
             {
                 warn!("stats: {e:#}");
             }
@@ -600,7 +601,7 @@ pub fn run(opts: &RunOpts) -> Result<()> {
     };
     // Nothing of the daemon stays behind: the knobs pin (the Scheduler's), its stats socket.
     control::unpin();
-    stats::remove_socket();
+    crate::monitor::remove_socket();
     result
 }
 
