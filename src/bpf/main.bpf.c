@@ -847,8 +847,6 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 	return buddy;
 }
 
-/* ops.init_task: a slot for the task's entity (sched_fork()'s __sched_fork() of the fair
- * entity). */
 /*
  * record_wakee()'s history of a task new to the lab. A fork copies its parent's, as
  * dup_task_struct() copies the whole task_struct and nothing resets it: a thread that never
@@ -873,6 +871,8 @@ static __always_inline void wakee_history_init(struct task_struct *p, struct tas
 	tc->wakee_flip_decay_ts = 0;
 }
 
+/* ops.init_task: a slot for the task's entity (sched_fork()'s __sched_fork() of the fair
+ * entity). */
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
 	struct task_ctx *tc;

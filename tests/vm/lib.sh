@@ -203,8 +203,8 @@ wa_fidelity() {
 	while read -r row; do
 		set -- $row
 		what="$2 on ${4#messaging:}" key="$2:$(echo "$4" | sed -n 's/.*groups=\([0-9]*\).*/\1/p')"
-		# $7 the kernel's Δ%, $8 $9 its interval "[lo," "hi]", $12 the lab's Δ%
-		k=${7%\%} lo=${8#[} hi=${9%]} m=${12%\%}
+		# $7 the kernel's Δ%, $8 $9 its interval "[lo," "hi]"
+		k=${7%\%} lo=${8#[} hi=${9%]}
 		lo=${lo%,}
 		case " $KNOWN " in
 		*" $key "*) note "$what: a known deviation (README, wake-affine), not judged"; continue ;;
