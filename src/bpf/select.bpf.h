@@ -137,6 +137,30 @@ static __always_inline void record_wakee(struct task_ctx *wc, s32 wakee_pid, u64
 }
 
 /*
+ * record_wakee()'s history of a task new to the lab. A fork copies its parent's, as
+ * dup_task_struct() copies the whole task_struct and nothing resets it: a thread that never
+ * wakes anyone keeps the flips of the thread that created it for good, which is what makes
+ * wake_wide() hold for hackbench's receivers. A task the lab takes over at attach keeps what
+ * fair.c recorded for it; its stamp (jiffies there) is taken as old, so that its first wakeup
+ * of another task halves the flips once, as an old stamp does.
+ */
+static __always_inline void wakee_history_init(struct task_struct *p, struct task_ctx *tc,
+					       bool fork)
+{
+	struct task_ctx *pc = fork ? tctx_get(bpf_get_current_task_btf()) : NULL;
+
+	if (pc) {
+		tc->wakee_flips = pc->wakee_flips;
+		tc->last_wakee = pc->last_wakee;
+		tc->wakee_flip_decay_ts = pc->wakee_flip_decay_ts;
+		return;
+	}
+	tc->wakee_flips = BPF_CORE_READ(p, wakee_flips);
+	tc->last_wakee = BPF_CORE_READ(p, last_wakee, pid);
+	tc->wakee_flip_decay_ts = 0;
+}
+
+/*
  * Mirrors update_idle_cpu_scan() for @cpu's LLC (SIS_UTIL's scan budget from the sum of the
  * LLC's cpu_util_cfs()); differs: run from the tick and from wakeups when the budget is older than
  * LAB_IDLE_SCAN_PERIOD_NS (one CPU wins the stamp), not from the LLC's periodic load balance.

@@ -11,6 +11,7 @@
 # away. Run it in a timing boot:
 #   scripts/vm --timing --out rtp -- sh recipes/run-to-parity.sh
 # shellcheck shell=sh
+. "$(dirname "$0")/lib.sh"
 G=${G:-2} L=${L:-200} R=${R:-10} N=${N:-5}
 DBG=/sys/kernel/debug/sched
 SCX=/sys/kernel/sched_ext
@@ -40,13 +41,7 @@ for preempt in "$PREEMPT0" full; do
 done
 restore
 
-scx_eevdf_lab >/tmp/lab.log 2>&1 &
-lab=$!
-n=0
-while [ "$(cat $SCX/state)" != enabled ] || [ ! -e /sys/fs/bpf/scx_eevdf_lab/knobs ]; do
-	sleep 0.2; n=$((n + 1))
-	if [ $n -gt 600 ] || ! kill -0 $lab 2>/dev/null; then cat /tmp/lab.log; exit 1; fi
-done
+start_lab
 for feat in RUN_TO_PARITY NO_RUN_TO_PARITY; do
 	scx_eevdf_lab features $feat >/dev/null 2>&1
 	[ $feat = RUN_TO_PARITY ] && perf bench sched messaging -g "$G" -t -l "$L" >/dev/null 2>&1

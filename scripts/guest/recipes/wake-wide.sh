@@ -14,8 +14,8 @@
 #   scripts/vm --timing -- sh recipes/wake-wide.sh
 # Every setting it changes (kernel.sched_schedstats, the probe) is put back.
 # shellcheck shell=sh
+. "$(dirname "$0")/lib.sh"
 G=${G:-1} W=${W:-2}
-SCX=/sys/kernel/sched_ext
 SCHEDSTATS0=$(cat /proc/sys/kernel/sched_schedstats)
 lab=
 
@@ -112,13 +112,7 @@ for feat in WA_WEIGHT NO_WA_WEIGHT; do
 done
 echo WA_WEIGHT >/sys/kernel/debug/sched/features
 
-scx_eevdf_lab >/tmp/lab.log 2>&1 &
-lab=$!
-n=0
-while [ "$(cat $SCX/state)" != enabled ] || [ ! -e /sys/fs/bpf/scx_eevdf_lab/knobs ]; do
-	sleep 0.2; n=$((n + 1))
-	if [ $n -gt 1500 ] || ! kill -0 $lab 2>/dev/null; then cat /tmp/lab.log; exit 1; fi
-done
+start_lab
 for feat in WA_WEIGHT NO_WA_WEIGHT; do
 	scx_eevdf_lab features $feat >/dev/null 2>&1
 	say "lab, $feat"
