@@ -1,8 +1,9 @@
 //! Command-line interface: the daemon's options and the control subcommands.
 
 use crate::control::Control;
-use crate::features::{self, FeatureSet, Mirror, Tunables};
+use crate::features::{self, FeatureSet, Mirror};
 use crate::topology::online_cpus;
+use crate::tunables::{self, Tunables};
 use crate::{input, kernel, monitor, sched, stats};
 use anyhow::{Result, bail};
 use clap::{CommandFactory, Parser, Subcommand};
@@ -169,7 +170,7 @@ fn features_help() -> String {
 
 fn tunables_help() -> String {
     let mut s = String::from("Tunables:\n");
-    for t in features::TUNABLES {
+    for t in tunables::TUNABLES {
         s.push_str(&format!("  {:<18} {}  {}\n", t.name, t.range(), t.help));
     }
     s
@@ -328,7 +329,7 @@ fn cmd_restore() -> Result<()> {
 
 fn cmd_get(name: Option<&str>, choices: bool) -> Result<()> {
     if let Some(n) = name
-        && !features::TUNABLES.iter().any(|t| t.name == n)
+        && !tunables::TUNABLES.iter().any(|t| t.name == n)
     {
         return Err(input::bad_msg(format!(
             "unknown tunable {n:?}; tunables: {}",
@@ -355,7 +356,7 @@ fn cmd_get(name: Option<&str>, choices: bool) -> Result<()> {
 }
 
 fn tunable_names() -> String {
-    features::TUNABLES
+    tunables::TUNABLES
         .iter()
         .map(|t| t.name)
         .collect::<Vec<_>>()
@@ -363,7 +364,7 @@ fn tunable_names() -> String {
 }
 
 fn cmd_set(assignments: &[String]) -> Result<()> {
-    features::parse_assignments(assignments)?;
+    tunables::parse_assignments(assignments)?;
     let ncpus = online_cpus();
     let ctl = Control::open()?;
     let (before, after) = ctl.update(|k| {
@@ -418,7 +419,7 @@ fn cmd_diff_kernel() -> Result<ExitCode> {
         }
     }
     let kt = snap.tunables(online_cpus())?;
-    for t in features::TUNABLES {
+    for t in tunables::TUNABLES {
         let (a, b) = (ours.tunables.show(t.name), kt.show(t.name));
         if a != b {
             same = false;

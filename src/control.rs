@@ -14,7 +14,8 @@
 //! carries the knobs from the old map to the new one ([`carry_over`]), so no write falls between.
 
 use crate::bpf_intf;
-use crate::features::{FeatureSet, Tunables};
+use crate::features::FeatureSet;
+use crate::tunables::Tunables;
 use anyhow::{Context, Result, bail};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::fs::{self, File};

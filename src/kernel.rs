@@ -5,7 +5,8 @@
 //! change knobs for a run under a [`KnobGuard`] that restores every file it touched, on drop and
 //! therefore also on error and after Ctrl-C.
 
-use crate::features::{self, Feature, FeatureSet, Tunables};
+use crate::features::{self, Feature, FeatureSet};
+use crate::tunables::{self, Tunables};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::fs;
@@ -155,7 +156,7 @@ impl KnobSnapshot {
         if let Some(m) = self.preempt()? {
             t.preempt = m;
         }
-        t.cgroup_mode = self.cgroup_mode()?.unwrap_or(features::CGROUP_SMP);
+        t.cgroup_mode = self.cgroup_mode()?.unwrap_or(tunables::CGROUP_SMP);
         Ok(t)
     }
 
@@ -177,7 +178,7 @@ impl KnobSnapshot {
         let Some(raw) = self.files.get(name) else {
             return Ok(None);
         };
-        let t = features::find_tunable(name).with_context(|| format!("no {name} tunable"))?;
+        let t = tunables::find_tunable(name).with_context(|| format!("no {name} tunable"))?;
         match t.choice(&selected_choice(raw)) {
             Some(v) => Ok(Some(v)),
             None => bail!("{name}: unexpected content {raw:?}"),
@@ -196,7 +197,7 @@ pub fn host_defaults(ncpus: u64) -> Tunables {
             t.preempt = m;
         }
         if let Ok(m) = snap.cgroup_mode() {
-            t.cgroup_mode = m.unwrap_or(features::CGROUP_SMP);
+            t.cgroup_mode = m.unwrap_or(tunables::CGROUP_SMP);
         }
     }
     t
@@ -429,14 +430,14 @@ mod tests {
         let before = KnobSnapshot::read().unwrap();
         // Without a cgroup_mode file (a kernel before 7.3) the groups' shares are smp's.
         let mut want = Tunables::defaults(4);
-        want.cgroup_mode = features::CGROUP_SMP;
+        want.cgroup_mode = tunables::CGROUP_SMP;
         assert_eq!(before.tunables(4).unwrap(), want);
         fs::write(d.join("cgroup_mode"), "up smp (concur) max tasks \n").unwrap();
         let with_mode = KnobSnapshot::read().unwrap();
         assert_eq!(with_mode.tunables(4).unwrap(), Tunables::defaults(4));
         assert_eq!(
             with_mode.cgroup_mode().unwrap(),
-            Some(features::CGROUP_CONCUR)
+            Some(tunables::CGROUP_CONCUR)
         );
         fs::remove_file(d.join("cgroup_mode")).unwrap();
         {
@@ -474,14 +475,14 @@ mod tests {
             .collect(),
         };
         assert_eq!(snap.preempt().unwrap(), None);
-        assert_eq!(snap.tunables(4).unwrap().preempt, features::PREEMPT_FULL);
+        assert_eq!(snap.tunables(4).unwrap().preempt, tunables::PREEMPT_FULL);
         snap.files
             .insert("preempt".into(), "none voluntary full (lazy)".into());
-        assert_eq!(snap.tunables(4).unwrap().preempt, features::PREEMPT_LAZY);
+        assert_eq!(snap.tunables(4).unwrap().preempt, tunables::PREEMPT_LAZY);
         assert_eq!(snap.tunables(4).unwrap().show("preempt").unwrap(), "lazy");
         snap.files
             .insert("preempt".into(), "(none) voluntary full lazy".into());
-        assert_eq!(snap.preempt().unwrap(), Some(features::PREEMPT_NONE));
+        assert_eq!(snap.preempt().unwrap(), Some(tunables::PREEMPT_NONE));
         snap.files.insert("preempt".into(), "sometimes".into());
         assert!(snap.tunables(4).is_err());
     }

@@ -25,6 +25,7 @@ mod spawn;
 mod stats;
 mod sysfs;
 mod topology;
+mod tunables;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -6,8 +6,9 @@ use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{self, Knobs};
 use crate::eevdf::ffi;
 use crate::events::Event;
-use crate::features::{FeatureSet, Tunables};
+use crate::features::FeatureSet;
 use crate::stats::{self, Metrics};
+use crate::tunables::Tunables;
 use anyhow::{Context, Result};
 use crossbeam::channel::Receiver;
 use libbpf_rs::skel::{OpenSkel, Skel};
@@ -450,7 +451,7 @@ impl AttachRetry {
 
 /// update_sysctl(): on hotplug the kernel re-derives the base slice from the normalized one for
 /// the new CPU count, overwriting a base_slice_ns written since.
-fn rederive_for_cpus(t: &mut crate::features::Tunables) {
+fn rederive_for_cpus(t: &mut crate::tunables::Tunables) {
     let ncpus = crate::topology::online_cpus();
     let base = t.derived_base_slice(ncpus);
     if base != t.base_slice_ns {

@@ -19,8 +19,9 @@
 //! they apply on top of the kernel's settings when the bench started, so that `eevdf` and `lab`
 //! start from identical settings.
 
-use crate::features::{self, FeatureSet, Tunables};
+use crate::features::{self, FeatureSet};
 use crate::kernel::KnobSnapshot;
+use crate::tunables::{self, Tunables};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -108,7 +109,7 @@ impl ArmSpec {
                 _ => tunables.push(t.to_string()),
             }
         }
-        features::parse_assignments(&tunables).with_context(|| {
+        tunables::parse_assignments(&tunables).with_context(|| {
             format!(
                 "arm {s:?} (kernel-only knobs of eevdf arms: {})",
                 KERNEL_ONLY.join(" ")

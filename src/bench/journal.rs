@@ -13,8 +13,9 @@
 
 use super::cgroup::{self, Changes};
 use crate::control::Control;
-use crate::features::{FeatureSet, Tunables};
+use crate::features::FeatureSet;
 use crate::kernel::{self, KnobSnapshot};
+use crate::tunables::Tunables;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::fs;

@@ -13,9 +13,10 @@ use super::arms::{Arm, ArmKind, Baseline, KERNEL_ONLY};
 use super::cgroup;
 use super::journal::{self, Journal, LabKnobs, Proc};
 use crate::control::{self, Control, Knobs};
-use crate::features::{self, FeatureSet, Tunables};
+use crate::features::{self, FeatureSet};
 use crate::kernel::{self, KnobGuard, KnobSnapshot};
 use crate::sysfs::{self, ScxState};
+use crate::tunables::{self, Tunables};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -46,7 +47,7 @@ fn kernel_flags_differ(a: &FeatureSet, b: &FeatureSet) -> Vec<&'static str> {
 }
 
 fn tunables_differ(a: &Tunables, b: &Tunables) -> Vec<String> {
-    features::TUNABLES
+    tunables::TUNABLES
         .iter()
         .filter(|t| a.get(t.name) != b.get(t.name))
         .map(|t| {
@@ -324,15 +325,15 @@ impl Runner {
         };
         g.set_features(f)?;
         let now = KnobSnapshot::read()?;
-        for tun in features::TUNABLES {
+        for tun in tunables::TUNABLES {
             let want = t.show(tun.name).unwrap_or_default();
             let Some(have) = now.files.get(tun.name) else {
                 // Without PREEMPT_DYNAMIC there is no preempt file: the boot's model stays.
-                if tun.name == "preempt" && t.preempt != features::PREEMPT_FULL {
+                if tun.name == "preempt" && t.preempt != tunables::PREEMPT_FULL {
                     bail!("this kernel has no preempt knob (no PREEMPT_DYNAMIC)");
                 }
                 // Before 7.3 there is no cgroup_mode: its group shares are smp's.
-                if tun.name == "cgroup_mode" && t.cgroup_mode != features::CGROUP_SMP {
+                if tun.name == "cgroup_mode" && t.cgroup_mode != tunables::CGROUP_SMP {
                     bail!(
                         "this kernel has no cgroup_mode knob (before 7.3: its groups' shares are smp's)"
                     );
