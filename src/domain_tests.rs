@@ -295,3 +295,173 @@ fn detach_rules_and_intervals() {
         assert_eq!(host_sd_balance_interval_ms(1024, false, 4, 8), 800);
     }
 }
+
+/// sched_balance_find_dst_group() at one domain: whether the task goes to the idlest group, and
+/// that group's first CPU.
+fn dst_group(d: &lab_sd, cpus: &[lab_lb_cpu], group: &[u32], allowed: &[u8]) -> Option<i32> {
+    let mut g = lab_dst_group::default();
+    // SAFETY: the arrays outlive the call and hold @cpus.len() entries each.
+    let go = unsafe {
+        host_find_dst_group(
+            d,
+            cpus.as_ptr(),
+            group.as_ptr(),
+            allowed.as_ptr(),
+            cpus.len() as u32,
+            0,
+            &mut g,
+        )
+    };
+    go.then_some(g.idlest.first)
+}
+
+/// A fork on a busy CPU of node 0, everything else idle (the smp shape): at the NUMA domain the
+/// child stays on its node, since one idle CPU more on node 1 is within the allowance for a node
+/// running one task; at the node's MC domain it goes to the idle core rather than the busy CPU's
+/// sibling. With three tasks on node 0 the allowance is spent and the child crosses.
+#[test]
+fn fork_goes_to_an_idle_core_of_its_node() {
+    let all = [1u8; 8];
+    let one = [
+        busy(1024),
+        idle(),
+        idle(),
+        idle(),
+        idle(),
+        idle(),
+        idle(),
+        idle(),
+    ];
+    let nodes = [0, 0, 0, 0, 1, 1, 1, 1];
+    let numa = sd(LAB_SD_NUMA, LAB_CPU_NOT_IDLE);
+    assert_eq!(dst_group(&numa, &one, &nodes, &all), None);
+    let mc = sd(MC, LAB_CPU_NOT_IDLE);
+    assert_eq!(dst_group(&mc, &one[..4], &[0, 0, 1, 1], &all[..4]), Some(2));
+    let mut three = one;
+    three[1] = busy(1024);
+    three[2] = busy(1024);
+    assert_eq!(dst_group(&numa, &three, &nodes, &all), Some(4));
+    // A task that may not use node 1 stays, whatever the load.
+    let node0 = [1, 1, 1, 1, 0, 0, 0, 0];
+    assert_eq!(dst_group(&numa, &three, &nodes, &node0), None);
+    // Nor may it leave for a node whose CPUs it may not use: node 0 is not a candidate, and
+    // the local group (node 1 here holds no allowed CPU) is skipped: the idlest wins.
+    let node1 = [0, 0, 0, 0, 1, 1, 1, 1];
+    assert_eq!(dst_group(&numa, &three, &nodes, &node1), Some(4));
+}
+
+/// Among groups with spare room: the most idle CPUs, then the lowest utilisation; the local
+/// group keeps the task when it has as many idle CPUs as the idlest.
+#[test]
+fn idlest_group_by_idle_cpus_then_utilisation() {
+    let all = [1u8; 6];
+    let mc = sd(MC, LAB_CPU_NOT_IDLE);
+    let group = [0, 0, 1, 1, 2, 2];
+    // Local: one busy, one idle. Group 1: one at 300, one idle; group 2: one at 200, one idle.
+    let cpus = [busy(1024), idle(), busy(300), idle(), busy(200), idle()];
+    assert_eq!(dst_group(&mc, &cpus, &group, &all), None);
+    // The local group full: group 2 (lower utilisation) wins over group 1.
+    let mut full = cpus;
+    full[1] = busy(1024);
+    assert_eq!(dst_group(&mc, &full, &group, &all), Some(4));
+    // Group 1 with both CPUs idle beats group 2.
+    full[2] = idle();
+    assert_eq!(dst_group(&mc, &full, &group, &all), Some(2));
+}
+
+/// Busy groups compare avg_load, and the local one keeps the task unless the other is lighter
+/// by more than imbalance_pct and by the load of a nice-0 task's share (across nodes, the remote
+/// group carries that share).
+#[test]
+fn busy_groups_compare_load() {
+    let all = [1u8; 4];
+    let group = [0, 0, 1, 1];
+    let mc = sd(MC, LAB_CPU_NOT_IDLE);
+    let two = overloaded;
+    // 2048 per CPU against 1024: go.
+    assert_eq!(
+        dst_group(
+            &mc,
+            &[two(2048), two(2048), two(1024), two(1024)],
+            &group,
+            &all
+        ),
+        Some(2)
+    );
+    // 1100 against 1024: within 17 %: stay.
+    assert_eq!(
+        dst_group(
+            &mc,
+            &[two(1100), two(1100), two(1024), two(1024)],
+            &group,
+            &all
+        ),
+        None
+    );
+    // Across nodes the remote load plus 174 must stay below the local load.
+    let numa = sd(LAB_SD_NUMA, LAB_CPU_NOT_IDLE);
+    assert_eq!(
+        dst_group(
+            &numa,
+            &[two(1300), two(1300), two(1024), two(1024)],
+            &group,
+            &all
+        ),
+        Some(2)
+    );
+    assert_eq!(
+        dst_group(
+            &numa,
+            &[two(1190), two(1190), two(1024), two(1024)],
+            &group,
+            &all
+        ),
+        None
+    );
+    // A local group with room keeps the task against any busy one.
+    assert_eq!(
+        dst_group(
+            &mc,
+            &[busy(1024), idle(), two(1024), two(1024)],
+            &group,
+            &all
+        ),
+        None
+    );
+}
+
+/// sched_balance_find_dst_group_cpu(): a CPU running only idle entities at once, else the idle
+/// CPU that went idle last, else the least loaded one; a group of one CPU is that CPU; the
+/// forking CPU when no allowed CPU qualifies.
+#[test]
+fn dst_cpu_in_the_group() {
+    let cpus = [busy(1024), idle(), idle(), busy(1024)];
+    let mut loads = cpus;
+    loads[3].load = 512;
+    let all = [1u8; 4];
+    let none = [0u8; 4];
+    let pick = |c: &[lab_lb_cpu], allowed: &[u8], si: &[u8], stamps: &[u64], n: u32| {
+        // SAFETY: the arrays hold four entries each.
+        unsafe {
+            host_find_dst_group_cpu(
+                c.as_ptr(),
+                allowed.as_ptr(),
+                si.as_ptr(),
+                stamps.as_ptr(),
+                0,
+                n,
+                7,
+            )
+        }
+    };
+    assert_eq!(pick(&cpus, &all, &none, &[0, 10, 20, 0], 4), 2);
+    assert_eq!(pick(&cpus, &all, &none, &[0, 30, 20, 0], 4), 1);
+    assert_eq!(pick(&cpus, &all, &[0, 0, 0, 1], &[0, 30, 20, 0], 4), 3);
+    let busy_only = [busy(1024), busy(1024), busy(1024), busy(1024)];
+    let mut b = busy_only;
+    b[2].load = 100;
+    assert_eq!(pick(&b, &all, &none, &[0; 4], 4), 2);
+    assert_eq!(pick(&loads, &[1, 0, 0, 1], &none, &[0; 4], 4), 3);
+    assert_eq!(pick(&cpus, &none, &none, &[0; 4], 4), 7);
+    assert_eq!(pick(&cpus, &none, &none, &[0; 4], 1), 0);
+}

@@ -157,8 +157,10 @@ pub struct Metrics {
     pub select_ghost: u64,
     #[stat(desc = "cold ghosts finalized at wakeup and selected for (DELAY_WAKE_COLD)")]
     pub select_wake_cold: u64,
-    #[stat(desc = "new tasks sent to the idlest CPU")]
+    #[stat(desc = "new tasks placed by sched_balance_find_dst_cpu()")]
     pub select_fork: u64,
+    #[stat(desc = "domains where a new task went to the idlest group rather than its own")]
+    pub fork_idlest: u64,
     #[stat(desc = "wakeups spread by wake_wide() (no affine wakeup)")]
     pub wake_wide: u64,
     #[stat(desc = "wake_affine_idle() chose the waker's CPU")]
@@ -375,6 +377,7 @@ pub const COUNTERS: &[&str] = &[
     "select_ghost",
     "select_wake_cold",
     "select_fork",
+    "fork_idlest",
     "wake_wide",
     "wa_idle_this",
     "wa_idle_prev",
@@ -556,11 +559,12 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "select  {} ghost {} cold {} fork {} wide {} | affine: idle this {} idle prev {} weight this {} prev {}",
+            "select  {} ghost {} cold {} fork {} (to idlest groups {}) wide {} | affine: idle this {} idle prev {} weight this {} prev {}",
             self.select,
             self.select_ghost,
             self.select_wake_cold,
             self.select_fork,
+            self.fork_idlest,
             self.wake_wide,
             self.wa_idle_this,
             self.wa_idle_prev,

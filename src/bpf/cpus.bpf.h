@@ -70,13 +70,20 @@ __noinline int lab_release_tick(s32 cpu)
 }
 
 /*
- * ops.update_idle: @cpu enters or leaves idle. With SMT, a CPU going idle beside idle siblings
- * marks its LLC as having an idle core (__update_idle_core()). SCX_OPS_KEEP_BUILTIN_IDLE keeps
+ * ops.update_idle: @cpu enters or leaves idle. A CPU going idle is stamped (rq->idle_stamp);
+ * with SMT, beside idle siblings it marks its LLC as having an idle core (__update_idle_core()). SCX_OPS_KEEP_BUILTIN_IDLE keeps
  * the built-in idle masks, which CPU selection reads.
  */
 void BPF_STRUCT_OPS(lab_update_idle, s32 cpu, bool idle)
 {
-	if (idle && topo.smt_active)
+	struct lab_rq *rq;
+
+	if (!idle)
+		return;
+	/* sched_balance_newidle() stamps the CPU as it goes idle */
+	if ((rq = rq_get(cpu)))
+		WRITE_ONCE(rq->idle_stamp, scx_bpf_now());
+	if (topo.smt_active)
 		update_idle_core(cpu);
 }
 

@@ -465,4 +465,175 @@ LAB_INLINE u64 lab_sd_balance_interval_ms(u32 balance_interval, bool busy, u32 t
 	return ms > max ? max : ms;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The slow path of a fork: sched_balance_find_dst_cpu() descends the domains from the top, and at
+ * each one picks the idlest group (sched_balance_find_dst_group()) and in it a CPU
+ * (sched_balance_find_dst_group_cpu()).
+ */
+
+/* sched_balance_find_dst_group()'s working set: the local group and the idlest other one. */
+struct lab_dst_group {
+	struct lab_sg_stats local;
+	struct lab_sg_stats idlest;
+	u32 has_local;		/* the local group holds a CPU the task may use */
+	u32 has_idlest;
+	u32 local_allowed;	/* how many of the local group's CPUs the task may use */
+	u32 pad;
+};
+
+/* The start of sched_balance_find_dst_group(): no local group yet, and an idlest one that any
+ * group beats (overloaded, of load UINT_MAX). */
+LAB_INLINE void lab_dst_group_init(struct lab_dst_group *g)
+{
+	__builtin_memset(g, 0, sizeof(*g));
+	g->idlest.group_type = LAB_GROUP_OVERLOADED;
+	g->idlest.avg_load = 0xffffffffULL;
+	g->idlest.first = -1;
+	g->local.first = -1;
+}
+
+/* The end of update_sg_wakeup_stats() for a group whose CPUs have all been added: the class
+ * (smt_balance is not looked at on this path), and avg_load for a fully busy or overloaded one. */
+LAB_INLINE void lab_sg_wakeup_finish(const struct lab_sd *sd, struct lab_sg_stats *sgs)
+{
+	sgs->smt_balance = 0;
+	sgs->group_type = lab_group_classify(sd->imbalance_pct, sgs);
+	if ((sgs->group_type == LAB_GROUP_FULLY_BUSY || sgs->group_type == LAB_GROUP_OVERLOADED) &&
+	    sgs->group_capacity)
+		sgs->avg_load = sgs->group_load * LAB_CAPACITY_SCALE / sgs->group_capacity;
+}
+
+/* update_pick_idlest(): is @sgs (not the local group) idler than @idlest? */
+LAB_INLINE bool lab_update_pick_idlest(const struct lab_sg_stats *idlest,
+				       const struct lab_sg_stats *sgs)
+{
+	if (sgs->group_type < idlest->group_type)
+		return true;
+	if (sgs->group_type > idlest->group_type)
+		return false;
+	switch (sgs->group_type) {
+	case LAB_GROUP_OVERLOADED:
+	case LAB_GROUP_FULLY_BUSY:
+		/* the lowest avg_load */
+		return idlest->avg_load > sgs->avg_load;
+	case LAB_GROUP_HAS_SPARE:
+		/* the most idle CPUs, then the lowest utilisation */
+		if (idlest->idle_cpus != sgs->idle_cpus)
+			return sgs->idle_cpus > idlest->idle_cpus;
+		return idlest->group_util > sgs->group_util;
+	default:
+		/* not used on this path */
+		return false;
+	}
+}
+
+/* One group's end in sched_balance_find_dst_group(), for a group with @allowed CPUs the task may
+ * use (a group without any is skipped before this). */
+LAB_INLINE void lab_dst_group_done(const struct lab_sd *sd, struct lab_dst_group *g,
+				   struct lab_sg_stats *sgs, bool local, u32 allowed)
+{
+	lab_sg_wakeup_finish(sd, sgs);
+	if (local) {
+		g->local = *sgs;
+		g->has_local = 1;
+		g->local_allowed = allowed;
+	} else if (lab_update_pick_idlest(&g->idlest, sgs)) {
+		g->idlest = *sgs;
+		g->has_idlest = 1;
+	}
+}
+
+/*
+ * The end of sched_balance_find_dst_group(): does the task go to the idlest group (true) or stay
+ * in the local one, whose own CPUs the descent then looks at one level down? Mirrors the kernel
+ * for a task without a preferred NUMA node (a new one) on CPUs of equal capacity.
+ */
+LAB_INLINE bool lab_find_dst_group(const struct lab_sd *sd, const struct lab_dst_group *g)
+{
+	const struct lab_sg_stats *local = &g->local, *idlest = &g->idlest;
+	u64 imbalance;
+	u32 imb_numa_nr;
+	s64 diff;
+
+	if (!g->has_idlest)
+		return false;
+	if (!g->has_local)
+		return true;
+	if (local->group_type != idlest->group_type)
+		return local->group_type > idlest->group_type;
+	switch (local->group_type) {
+	case LAB_GROUP_OVERLOADED:
+	case LAB_GROUP_FULLY_BUSY:
+		/* scale_load_down(NICE_0_LOAD) * (imbalance_pct - 100) / 100 */
+		imbalance = (u64)LAB_CAPACITY_SCALE * (sd->imbalance_pct - 100) / 100;
+		/* across nodes, the remote group carries the imbalance: stay when it is not
+		 * clearly lighter */
+		if ((sd->flags & LAB_SD_NUMA) && idlest->avg_load + imbalance >= local->avg_load)
+			return false;
+		if (idlest->avg_load >= local->avg_load + imbalance)
+			return false;
+		if (100 * local->avg_load <= (u64)sd->imbalance_pct * idlest->avg_load)
+			return false;
+		return true;
+	case LAB_GROUP_HAS_SPARE:
+		if (sd->flags & LAB_SD_NUMA) {
+			/* p->nr_cpus_allowed != NR_CPUS holds for any task of a kernel built for
+			 * more CPUs than it runs on: the allowance is capped by the local CPUs the
+			 * task may use */
+			imb_numa_nr = g->local_allowed < sd->imb_numa_nr ? g->local_allowed :
+									   sd->imb_numa_nr;
+			diff = (s64)local->idle_cpus - (s64)idlest->idle_cpus;
+			if (!lab_adjust_numa_imbalance(diff < 0 ? -diff : diff,
+						       local->sum_nr_running + 1, imb_numa_nr))
+				return false;
+		}
+		return local->idle_cpus < idlest->idle_cpus;
+	default:
+		return false;
+	}
+}
+
+/* sched_balance_find_dst_group_cpu()'s search of one group: a CPU running only idle entities at
+ * once, else the idle CPU that went idle last (the lab sees no idle states and their exit
+ * latencies), else the least loaded; @this_cpu when none of them qualifies. */
+struct lab_dst_cpu {
+	u64 idle_stamp;		/* latest_idle_timestamp */
+	u64 min_load;
+	s32 idle_cpu;		/* shallowest_idle_cpu */
+	s32 least_cpu;		/* least_loaded_cpu */
+};
+
+LAB_INLINE void lab_dst_cpu_init(struct lab_dst_cpu *b, s32 this_cpu)
+{
+	b->idle_stamp = 0;
+	b->min_load = ~0ULL;
+	b->idle_cpu = -1;
+	b->least_cpu = this_cpu;
+}
+
+/* One allowed CPU of the group; true when it is the answer at once (sched_idle_cpu()). */
+LAB_INLINE bool lab_dst_cpu_add(struct lab_dst_cpu *b, s32 cpu, bool sched_idle,
+				bool available_idle, u64 idle_stamp, u64 load)
+{
+	if (sched_idle) {
+		b->idle_cpu = cpu;
+		return true;
+	}
+	if (available_idle) {
+		if (idle_stamp > b->idle_stamp) {
+			b->idle_stamp = idle_stamp;
+			b->idle_cpu = cpu;
+		}
+	} else if (b->idle_cpu < 0 && load < b->min_load) {
+		b->min_load = load;
+		b->least_cpu = cpu;
+	}
+	return false;
+}
+
+LAB_INLINE s32 lab_dst_cpu_result(const struct lab_dst_cpu *b)
+{
+	return b->idle_cpu >= 0 ? b->idle_cpu : b->least_cpu;
+}
+
 #endif /* __LAB_DOMAINS_H */

@@ -312,6 +312,50 @@ s64 host_adjust_numa_imbalance(s64 imbalance, u32 dst_running, u32 imb_numa_nr)
 {
 	return lab_adjust_numa_imbalance(imbalance, dst_running, imb_numa_nr);
 }
+/* sched_balance_find_dst_group() over @nr CPUs whose groups are runs of equal @group ids, @local
+ * the forking CPU's group, @allowed the CPUs the task may use; @g the local and idlest groups. */
+bool host_find_dst_group(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
+			 const u8 *allowed, u32 nr, u32 local, struct lab_dst_group *g)
+{
+	struct lab_sg_stats sgs;
+	u32 i, n_allowed = 0;
+
+	lab_dst_group_init(g);
+	for (i = 0; i < nr; i++) {
+		if (!i || group[i] != group[i - 1]) {
+			u32 n = 1;
+
+			while (i + n < nr && group[i + n] == group[i])
+				n++;
+			lab_sg_init(&sgs, 0, (s32)i, n);
+			n_allowed = 0;
+		}
+		lab_sg_add_cpu(&sgs, &cpus[i]);
+		n_allowed += allowed[i] != 0;
+		if ((i + 1 == nr || group[i + 1] != group[i]) && n_allowed)
+			lab_dst_group_done(sd, g, &sgs, group[i] == local, n_allowed);
+	}
+	return lab_find_dst_group(sd, g);
+}
+/* sched_balance_find_dst_group_cpu() over CPUs @first .. @first + @n - 1 of @cpus. */
+s32 host_find_dst_group_cpu(const struct lab_lb_cpu *cpus, const u8 *allowed, const u8 *sched_idle,
+			    const u64 *idle_stamp, u32 first, u32 n, s32 this_cpu)
+{
+	struct lab_dst_cpu b;
+	u32 i;
+
+	if (n == 1)
+		return (s32)first;
+	lab_dst_cpu_init(&b, this_cpu);
+	for (i = first; i < first + n; i++) {
+		if (!allowed[i])
+			continue;
+		if (lab_dst_cpu_add(&b, (s32)i, sched_idle[i], cpus[i].idle && !cpus[i].nr_running,
+				    idle_stamp[i], cpus[i].load))
+			break;
+	}
+	return lab_dst_cpu_result(&b);
+}
 
 /* Groups: the tables that group.h's tg_get() / gq_get() read on the host. */
 struct lab_tg lab_host_tg[LAB_HOST_TGS];

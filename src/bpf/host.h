@@ -107,6 +107,10 @@ bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_m
 bool host_need_active_balance(u32 type, u32 failed, u32 cache_nice_tries);
 u64 host_sd_balance_interval_ms(u32 interval, bool busy, u32 tick_ms, u32 nr_online);
 s64 host_adjust_numa_imbalance(s64 imbalance, u32 dst_running, u32 imb_numa_nr);
+bool host_find_dst_group(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
+			 const u8 *allowed, u32 nr, u32 local, struct lab_dst_group *g);
+s32 host_find_dst_group_cpu(const struct lab_lb_cpu *cpus, const u8 *allowed, const u8 *sched_idle,
+			    const u64 *idle_stamp, u32 first, u32 n, s32 this_cpu);
 
 /* Groups (group.h): the host tests' groups and queues, and the walks over them. */
 u64 host_shares_from_cgroup(u32 w);

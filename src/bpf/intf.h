@@ -151,7 +151,8 @@ enum lab_stat {
 	LAB_ST_SELECT,			/* ops.select_cpu calls */
 	LAB_ST_SELECT_GHOST,		/* a ghost woke on its own CPU without selection */
 	LAB_ST_SELECT_WAKE_COLD,	/* a cold ghost was finalized and selected for (DELAY_WAKE_COLD) */
-	LAB_ST_SELECT_FORK,		/* new tasks sent to the idlest CPU */
+	LAB_ST_SELECT_FORK,		/* new tasks placed (sched_balance_find_dst_cpu()) */
+	LAB_ST_FORK_IDLEST,		/* domains where a new task went to the idlest group */
 	LAB_ST_WAKE_WIDE,		/* wake_wide(): no affine wakeup */
 	LAB_ST_WA_IDLE_THIS,		/* wake_affine_idle() chose the waker's CPU */
 	LAB_ST_WA_IDLE_PREV,		/* wake_affine_idle() chose the previous CPU */

@@ -319,6 +319,7 @@ static __always_inline u32 task_inv_weight(const struct task_struct *p)
 #include "select.bpf.h"
 #include "balance.bpf.h"
 #include "sd_balance.bpf.h"
+#include "dst_cpu.bpf.h"
 #include "bandwidth.bpf.h"
 #include "cgroup.bpf.h"
 #include "dump.bpf.h"
@@ -371,7 +372,10 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 			return cpu;
 		}
 	}
-	cpu = select_task_rq_fair(p, tc, prev_cpu, wake_flags, now);
+	if (wake_flags & SCX_WAKE_FORK)
+		cpu = select_task_rq_fork(p, tc, prev_cpu, wake_flags, now);
+	else
+		cpu = select_task_rq_fair(p, tc, prev_cpu, wake_flags, now);
 	/* (A wakee of a throttled group runs too, until a tick finds it in user space.) */
 	if (!tc->select_idle || se->on_rq || cpu_offline(cpu))
 		return cpu;

@@ -16,10 +16,12 @@
  *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no cluster
  *    pass; the LLC's has_idle_cores hint is set from ops.update_idle (a CPU going idle beside
  *    idle siblings), the kernel's from the idle task's set_next_task;
- *  - a fork goes to the idlest allowed CPU (idle first, else least loaded) instead of the full
- *    sched_balance_find_dst_cpu() group search.
+ *  - a fork takes sched_balance_find_dst_cpu()'s descent (dst_cpu.bpf.h) with every level
+ *    flagged SD_BALANCE_FORK and no idle-state exit latencies; a task that the descent cannot
+ *    place goes to the idlest allowed CPU (idle first, else least loaded).
  */
 #include "select.h"
+#include "balance.h"	/* domains.h: the fork's group decisions */
 /*
  * The queue facts of @cpu (counts, weights, load, topology), read without its lock, as the kernel
  * reads remote runqueues at wakeup. A global subprogram: the verifier checks it once, and its
@@ -480,9 +482,62 @@ static __always_inline s32 select_idle_sibling(struct task_struct *p, struct tas
 	return target;
 }
 
+/* The CPUs a forking task may use, for sched_balance_find_dst_cpu()'s walks (dst_cpu.bpf.h),
+ * which as global subprograms cannot take the task: one bit per CPU, and the descent's groups. */
+#define LAB_DST_WORDS	(LAB_MAX_CPUS / 64)
+struct lab_dst_scratch {
+	u64 allowed[LAB_DST_WORDS];
+	struct lab_dst_group g;
+	struct lab_sg_stats cur;
+	struct lab_lb_cpu c;
+	struct lab_sd sd;
+	struct lab_cpu_snap snap;
+	struct lab_dst_cpu best;
+	/* the walk's current group: its end, whether it is the local one, its allowed CPUs (kept
+	 * here so that the verifier checks the loop's body once, as lab_update_sd_lb_stats()) */
+	u32 gend;
+	u32 local;
+	u32 nallowed;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct lab_dst_scratch);
+} dst_scratch SEC(".maps");
+
+static __always_inline struct lab_dst_scratch *dst_scratch_get(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&dst_scratch, &zero);
+}
+
+/* Records which CPUs of ours @p may use; false when none. */
+static __always_inline bool dst_allowed_fill(struct task_struct *p, struct lab_dst_scratch *sc)
+{
+	u32 nr = topo.nr_cpus, i;
+	bool any = false;
+
+	bpf_for(i, 0, (nr + 63) / 64)
+		sc->allowed[i & (LAB_DST_WORDS - 1)] = 0;
+	bpf_for(i, 0, nr) {
+		if (allowed(p, i) && !cpu_offline(i)) {
+			sc->allowed[(i / 64) & (LAB_DST_WORDS - 1)] |= 1ULL << (i & 63);
+			any = true;
+		}
+	}
+	return any;
+}
+
+__noinline s32 lab_find_dst_cpu(s32 this_cpu);
+
 /*
- * Mirrors sched_balance_find_dst_cpu() for a fork; differs: the idlest allowed CPU (an idle one
- * first, from @prev on, else the least loaded) instead of the group-by-group descent.
+ * The fallback of a fork that the descent cannot place (the forking CPU is not one the task may
+ * use, and no level offered a group): the idlest allowed CPU (an idle one first, from @prev on,
+ * else the least loaded), where the kernel takes select_fallback_rq().
  */
 static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
 					   const struct cpumask *idle, bool *found)
@@ -508,18 +563,46 @@ static __always_inline s32 find_idlest_cpu(struct task_struct *p, s32 prev,
 }
 
 /*
- * Mirrors select_task_rq_fair(); differs: no WF_CURRENT_CPU or EAS path, wake_affine() whenever
- * want_affine (every domain of the lab has SD_WAKE_AFFINE and spans prev). Sets tc->select_idle
- * when the CPU returned was chosen because it was idle. Not inlined: its snapshots stay off the
- * stack of what ops.select_cpu calls next.
+ * select_task_rq_fair() for a new task (WF_FORK): sched_balance_find_dst_cpu() from the forking
+ * CPU (dst_cpu.bpf.h), or find_idlest_cpu() when the descent cannot place the task. Called by
+ * ops.select_cpu beside select_task_rq_fair() (with the same arguments, @wake_flags and @now
+ * unused), not from it: the descent's calls would stack on its large frame. Sets
+ * tc->select_idle when the CPU returned is idle.
  */
-/* wake_affine()'s snapshots, one per CPU: off the stack of the selection's call chain, which
- * the verifier bounds at 512 bytes. */
+static __noinline s32 select_task_rq_fork(struct task_struct *p, struct task_ctx *tc, s32 prev_cpu,
+					  u64 wake_flags, u64 now)
+{
+	struct lab_dst_scratch *sc = dst_scratch_get();
+	const struct cpumask *idle;
+	bool found = false;
+	s32 cpu;
+
+	stat_inc(LAB_ST_SELECT_FORK);
+	cpu = sc && dst_allowed_fill(p, sc) ? lab_find_dst_cpu(bpf_get_smp_processor_id()) : -1;
+	idle = scx_bpf_get_idle_cpumask();
+	if (allowed(p, cpu) && !cpu_offline(cpu))
+		found = available_idle(cpu, idle);
+	else
+		cpu = find_idlest_cpu(p, prev_cpu, idle, &found);
+	scx_bpf_put_idle_cpumask(idle);
+	tc->select_idle = found;
+	return cpu;
+}
+
+/* wake_affine()'s and select_idle_sibling()'s snapshots, one set per CPU: off the stack of the
+ * selection's call chain, which the verifier bounds at 512 bytes. */
 struct lab_wa_scratch {
 	struct lab_wake_affine wa;
+	struct lab_sis sis;
 } __attribute__((aligned(64)));
 struct lab_wa_scratch wa_scratch[LAB_MAX_CPUS];
 
+/*
+ * Mirrors select_task_rq_fair() for a wakeup (a fork: select_task_rq_fork()); differs: no
+ * WF_CURRENT_CPU or EAS path, wake_affine() whenever want_affine (every domain of the lab has
+ * SD_WAKE_AFFINE and spans prev). Sets tc->select_idle when the CPU returned was chosen because
+ * it was idle. Not inlined: its snapshots stay off the stack of what ops.select_cpu calls next.
+ */
 static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc,
 					  s32 prev_cpu, u64 wake_flags, u64 now)
 {
@@ -529,19 +612,12 @@ static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx
 	s32 this_cpu = bpf_get_smp_processor_id(), new_cpu = prev_cpu, cpu;
 	bool sync = (wake_flags & SCX_WAKE_SYNC) && !(waker->flags & PF_EXITING);
 	struct lab_wake_affine *wa = &wa_scratch[this_cpu & (LAB_MAX_CPUS - 1)].wa;
-	struct lab_sis sis = {};
+	struct lab_sis *sis = &wa_scratch[this_cpu & (LAB_MAX_CPUS - 1)].sis;
 	bool want_affine = false;
 	const struct cpumask *idle;
 	struct task_ctx *wc = NULL;
 
 	idle = scx_bpf_get_idle_cpumask();
-	if (wake_flags & SCX_WAKE_FORK) {
-		stat_inc(LAB_ST_SELECT_FORK);
-		cpu = find_idlest_cpu(p, prev_cpu, idle, idle_found);
-		scx_bpf_put_idle_cpumask(idle);
-		tc->select_idle = found;
-		return cpu;
-	}
 	if (wake_flags & SCX_WAKE_TTWU) {
 		u32 llc_size = topo.llc_size[topo.cpu_llc[this_cpu & (LAB_MAX_CPUS - 1)] &
 					     (LAB_MAX_CPUS - 1)];
@@ -563,9 +639,10 @@ static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx
 		new_cpu = wake_affine(tc, wc, wa, sync, params);
 	}
 	/* wake_affine() answers the previous CPU or the waker's. */
-	sis.prev = wa->prev_cpu;
-	sis.target = new_cpu == prev_cpu ? wa->prev_cpu : wa->this_cpu;
-	cpu = select_idle_sibling(p, tc, waker, this_cpu, &sis, params, idle, now, idle_found);
+	__builtin_memset(sis, 0, sizeof(*sis));
+	sis->prev = wa->prev_cpu;
+	sis->target = new_cpu == prev_cpu ? wa->prev_cpu : wa->this_cpu;
+	cpu = select_idle_sibling(p, tc, waker, this_cpu, sis, params, idle, now, idle_found);
 	scx_bpf_put_idle_cpumask(idle);
 	if (allowed(p, cpu)) {
 		tc->select_idle = found;

@@ -237,6 +237,20 @@ wake_probe() {
 	wait $pid
 	cat /tmp/probe.out
 }
+# fork_probe FROM ALLOWED: a shell pinned to CPU FROM widens its affinity to the CPU list ALLOWED
+# (it keeps running on FROM) and forks a child that prints the CPU it first runs on: where the
+# scheduler placed the new task.
+fork_probe() {
+	taskset -c "$1" sh -c 'taskset -p -c '"$2"' $$ >/dev/null
+		(read -r s </proc/self/stat; set -- $s; shift 38; echo "$1")'
+}
+# fork_probes N FROM ALLOWED: the CPUs of N fork probes, space-separated.
+fork_probes() {
+	n=$1
+	shift
+	i=0
+	while [ $i -lt "$n" ]; do printf '%s ' "$(fork_probe "$@")"; i=$((i + 1)); done
+}
 # wake_probes N FROM ALLOWED [IDLE...]: the CPUs of N probes, space-separated.
 wake_probes() {
 	n=$1
