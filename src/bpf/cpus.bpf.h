@@ -71,8 +71,8 @@ __noinline int lab_release_tick(s32 cpu)
 
 /*
  * ops.update_idle: @cpu enters or leaves idle. A CPU going idle is stamped (rq->idle_stamp);
- * with SMT, beside idle siblings it marks its LLC as having an idle core (__update_idle_core()). SCX_OPS_KEEP_BUILTIN_IDLE keeps
- * the built-in idle masks, which CPU selection reads.
+ * with SMT, beside idle siblings it marks its LLC as having an idle core (__update_idle_core()).
+ * SCX_OPS_KEEP_BUILTIN_IDLE keeps the built-in idle masks, which CPU selection reads.
  */
 void BPF_STRUCT_OPS(lab_update_idle, s32 cpu, bool idle)
 {
