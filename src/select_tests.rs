@@ -655,51 +655,24 @@ fn can_migrate_task_refusals_in_kernel_order() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// find_busiest, the migrate_load rule
+// What the balancer weighs a CPU by, the migrate_load rule
 
+/// Runnable entities count, ghosts do not; a CPU that a higher class holds weighs more than any
+/// CPU running only our tasks, as long as it has one of ours waiting (its capacity for ours is
+/// gone: the kernel's load per capacity makes it the busiest).
 #[test]
-fn find_busiest_most_runnable_with_one_waiting() {
-    let mut cpus = [
-        cpu(0, 0, 0, &[]),
-        cpu(1, 0, 1, &[NICE_0_W]),
-        cpu(2, 0, 2, &[NICE_0_W, NICE_0_W]),
-        cpu(3, 0, 3, &[NICE_0_W, NICE_0_W, NICE_0_W]),
-        cpu(4, 1, 4, &[NICE_0_W; 5]),
-    ];
+fn a_cpu_held_by_a_higher_class_weighs_most() {
+    let mut c = cpu(0, 0, 0, &[NICE_0_W, NICE_0_W, NICE_0_W]);
     unsafe {
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 5, 0, false), 3);
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 5, 0, true), 4);
-        // Not itself.
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 4, 3, false), 2);
-        // Ghosts are not runnable: three queued with two ghosts is one runnable.
-        cpus[3].nr_delayed = 2;
-        cpus[2].nr_delayed = 1;
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 4, 0, false), -1);
-    }
-}
-
-#[test]
-fn a_cpu_held_by_a_higher_class_gives_up_its_waiting_task() {
-    let mut cpus = [
-        cpu(0, 0, 0, &[NICE_0_W]),
-        cpu(1, 0, 1, &[NICE_0_W]),
-        cpu(2, 0, 2, &[]),
-    ];
-    unsafe {
-        // One runnable entity each: nobody has a task waiting.
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), -1);
-        // An RT task holds CPU 1: its one entity waits behind it, as behind a running task.
-        cpus[1].released = 1;
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), 1);
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 2, false), 1);
-        // It goes first, also before a CPU with more tasks waiting (its capacity for ours is
-        // gone: the kernel's load per capacity makes it the busiest).
-        let mut busy = cpus;
-        busy[0] = cpu(0, 0, 0, &[NICE_0_W; 4]);
-        assert_eq!(host_find_busiest(busy.as_ptr(), 3, 2, false), 1);
-        // A held CPU with nothing of ours queued has nothing to give.
-        cpus[1].nr_queued = 0;
-        assert_eq!(host_find_busiest(cpus.as_ptr(), 3, 0, false), -1);
+        assert_eq!(host_nr_busy(&c), 3);
+        c.nr_delayed = 2;
+        assert_eq!(host_nr_busy(&c), 1);
+        let mut held = cpu(1, 0, 1, &[NICE_0_W]);
+        held.released = 1;
+        let busy = cpu(2, 0, 2, &[NICE_0_W; 4]);
+        assert!(host_nr_busy(&held) > host_nr_busy(&busy));
+        held.nr_queued = 0;
+        assert_eq!(host_nr_busy(&held), 0);
     }
 }
 

@@ -201,6 +201,10 @@ pub struct Metrics {
     pub newidle_gated: u64,
     #[stat(desc = "newidle balances that returned at once: no queue had a task waiting")]
     pub newidle_idle: u64,
+    #[stat(
+        desc = "newidle balances skipped: the CPU's idle periods (avg_idle) are shorter than the cost"
+    )]
+    pub newidle_short: u64,
     #[stat(desc = "tasks pulled by a newidle balance")]
     pub pull_newidle: u64,
     #[stat(desc = "tasks pulled by the periodic balance")]
@@ -398,6 +402,7 @@ pub const COUNTERS: &[&str] = &[
     "newidle",
     "newidle_gated",
     "newidle_idle",
+    "newidle_short",
     "pull_newidle",
     "pull_periodic",
     "nohz_kick",
@@ -588,11 +593,12 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "balance migrations {} newidle {} (gated {}, nothing to pull {}) pulled: newidle {} periodic {} | nohz kicks {} idle balances {}",
+            "balance migrations {} newidle {} (gated {}, nothing to pull {}, too short {}) pulled: newidle {} periodic {} | nohz kicks {} idle balances {}",
             self.migrations,
             self.newidle,
             self.newidle_gated,
             self.newidle_idle,
+            self.newidle_short,
             self.pull_newidle,
             self.pull_periodic,
             self.nohz_kick,

@@ -4,12 +4,9 @@
  * entities between its own queues. This file has the pulls; sd_balance.bpf.h decides, domain by
  * domain, when and from where. Included by main.bpf.c.
  *
- *  - newidle: a CPU with nothing to run pulls one task from the busiest CPU (its LLC first),
- *    gated by NI_RANDOM / NI_RATE like sched_balance_newidle();
- *  - a domain balance's pull (lab_pull_one()) takes queued entities of the source in deadline
+ *  - a domain balance's pull (periodic, idle or newly idle) (lab_pull_one()) takes queued entities of the source in deadline
  *    order under the rule of the imbalance's migration type;
- *  - can_migrate_task(), task_hot(), task_is_ineligible_on_dst_cpu(), the busiest-CPU choice and
- *    the migrate_load rule are the pure functions of balance.h (tested on the host); the
+ *  - can_migrate_task(), task_hot(), task_is_ineligible_on_dst_cpu() and the migrate_load rule are the pure functions of balance.h (tested on the host); the
  *    functions here gather their facts with kfuncs and under the source queue's lock.
  *
  * A pulled task moves as the kernel's detach/attach do: the source's running entity is charged
@@ -43,41 +40,6 @@ static __always_inline u32 rq_runnable(struct lab_rq *rq)
 	u32 q = READ_ONCE(rq->cfs.nr_queued), d = READ_ONCE(rq->cfs.nr_delayed);
 
 	return q > d ? q - d : 0;
-}
-
-/*
- * Mirrors find_busiest_queue(): the busiest other CPU of @cpu's LLC (or of any LLC when
- * @any_llc), -1 when none has a task waiting; differs: by runnable count over single CPUs (a
- * CPU held by a higher class counting one more, lab_nr_busy()), no group statistics or capacity
- * weighting (lab_busier()). Only the overloaded CPUs are looked at (overloaded_mask): the work is
- * one word per 64 CPUs plus one snapshot per overloaded CPU, not one per CPU. A global
- * subprogram: its snapshot stays off the stack of the tick's call chain.
- */
-__noinline s32 find_busiest(s32 cpu, int any_llc)
-{
-	u32 llc = topo.cpu_llc[cpu & (LAB_MAX_CPUS - 1)], best_nr = 1, w, b;
-	u32 nr_words = (topo.nr_cpus + 63) / 64;
-	s32 best = -1;
-
-	bpf_for(w, 0, nr_words) {
-		u64 bits = READ_ONCE(overloaded_mask[w & (LAB_MAX_CPUS / 64 - 1)]);
-
-		if (!bits)
-			continue;
-		bpf_for(b, 0, 64) {
-			struct lab_cpu_snap c;
-			s32 i = w * 64 + b;
-
-			if (!((bits >> b) & 1))
-				continue;
-			cpu_snap(i, NULL, NULL, &c);
-			if (lab_busier(&c, cpu, llc, any_llc, best_nr)) {
-				best_nr = lab_nr_busy(&c);
-				best = i;
-			}
-		}
-	}
-	return best;
 }
 
 /* The lb_env of a pull: what can_migrate_task() knows of the attempt. */
@@ -240,7 +202,7 @@ static __always_inline s64 lb_amount(u32 type, struct task_struct *p, u32 slot)
  * it) and its slot in @slot, for attach_task(), or NULL. Differs: at most one task, taken from
  * the first LAB_PULL_SCAN entities in deadline order.
  */
-static struct task_struct *pull_task(const struct lab_pull *pl, u32 *slot)
+static __noinline struct task_struct *pull_task(const struct lab_pull *pl, u32 *slot)
 {
 	lab_pool_t *pool = pool_get();
 	struct lab_rq *srq = rq_get(pl->src);
@@ -291,64 +253,11 @@ static struct task_struct *pull_task(const struct lab_pull *pl, u32 *slot)
  * dispatches right away (it then leaves custody: the caller holds the reference). Called after
  * pull_task() returned, so that the enqueue's frames do not stack on the pull's.
  */
-static void attach_task(struct task_struct *p, s32 dst, u32 slot, bool custody)
+static __noinline void attach_task(struct task_struct *p, s32 dst, u32 slot, bool custody)
 {
 	join_queue(p, dst, custody ? 0 : LAB_WK_PICKED);
 	if (!custody)
 		slot_ref_drop(slot);
-}
-
-/*
- * Mirrors sched_balance_newidle(): @cpu found nothing to run. Returns a pulled task (a
- * reference) for the caller to dispatch, or NULL. Differs: one pull from the busiest CPU of the
- * LLC, else of any LLC, instead of a walk up the domains.
- */
-static struct task_struct *newidle_balance(s32 cpu, struct lab_rq *rq)
-{
-	struct task_struct *t = NULL;
-	const struct lab_params *params;
-	u64 *st = stats_row(), now;
-	u32 slot = 0;
-	s32 src;
-	bool run;
-
-	lab_count(st, LAB_ST_NEWIDLE);
-	/* sched_balance_newidle() returns at once when the root domain is not overloaded. */
-	if (!READ_ONCE(nr_overloaded)) {
-		lab_count(st, LAB_ST_NEWIDLE_IDLE);
-		return NULL;
-	}
-	params = params_get();
-	now = scx_bpf_now();
-	lab_update_blocked(cpu, now);
-	if (!rq->ni.stamp)
-		newidle_init(&rq->ni, now);
-	run = newidle_should_run(&rq->ni, bpf_get_prandom_u32(), sched_feat(params, NI_RANDOM));
-	if (run) {
-		src = find_busiest(cpu, false);
-		if (src < 0)
-			src = find_busiest(cpu, true);
-		if (src >= 0) {
-			/* The domain's nr_balance_failed relaxes newidle pulls too; only periodic
-			 * failures raise it, any success clears it. */
-			struct lab_pull pl = { .params = params, .st = st, .now = now, .max_load = -1,
-					       .failed = rq->nr_balance_failed, .dst = cpu,
-					       .src = src };
-
-			t = pull_task(&pl, &slot);
-			if (t)
-				attach_task(t, cpu, slot, false);
-		}
-		if (t) {
-			rq->nr_balance_failed = 0;
-			lab_count(st, LAB_ST_PULL_NEWIDLE);
-		}
-	} else {
-		lab_count(st, LAB_ST_NEWIDLE_GATED);
-	}
-	newidle_account(&rq->ni, run, t != NULL, now, sched_feat(params, NI_RANDOM),
-			sched_feat(params, NI_RATE));
-	return t;
 }
 
 /* lab_pull_one()'s @failed_type: nr_balance_failed, and the LAB_MIGRATE_* of the imbalance. */

@@ -6,8 +6,8 @@
 
 /*
  * Balancing decisions over a snapshot (fair.c: can_migrate_task(), task_hot(),
- * task_is_ineligible_on_dst_cpu(), find_busiest_queue() for newidle, detach_tasks()'s
- * migrate_load rule).
+ * task_is_ineligible_on_dst_cpu(), detach_tasks()'s migrate_load rule, and the weight of a
+ * CPU for the balancer).
  *
  * balance.bpf.h reads the facts of the puller, the source queue and each candidate task and
  * asks the functions here whether and what to move; src/select_tests.rs pins them to the
@@ -161,20 +161,6 @@ LAB_INLINE u32 lab_nr_busy(const struct lab_cpu_snap *c)
 	u32 n = lab_nr_runnable(c);
 
 	return n ? n + (c->released ? LAB_NR_BUSY_RELEASED : 0) : 0;
-}
-
-/*
- * find_busiest_queue(), one CPU at a time: is @c (another CPU; of @this_llc unless @any_llc)
- * busier than the best so far, which has @best_nr runnable entities? Start with best_nr = 1: a
- * source needs one running and one waiting. Differs: the kernel first picks the busiest group
- * and weighs load by capacity; the lab compares runnable counts within one level.
- */
-LAB_INLINE bool lab_busier(const struct lab_cpu_snap *c, s32 this_cpu, u32 this_llc, bool any_llc,
-			   u32 best_nr)
-{
-	if (c->cpu == this_cpu || (!any_llc && c->llc != this_llc))
-		return false;
-	return lab_nr_busy(c) > best_nr;
 }
 
 /* The per-domain decisions, which use the rules above. */

@@ -70,19 +70,31 @@ __noinline int lab_release_tick(s32 cpu)
 }
 
 /*
- * ops.update_idle: @cpu enters or leaves idle. A CPU going idle is stamped (rq->idle_stamp);
- * with SMT, beside idle siblings it marks its LLC as having an idle core (__update_idle_core()).
+ * ops.update_idle: @cpu enters or leaves idle. A CPU going idle is stamped (rq->idle_stamp), and
+ * when it leaves idle the period's length feeds rq->avg_idle (newidle balancing's budget); with
+ * SMT, a CPU going idle beside idle siblings marks its LLC as having an idle core
+ * (__update_idle_core()).
  * SCX_OPS_KEEP_BUILTIN_IDLE keeps the built-in idle masks, which CPU selection reads.
  */
 void BPF_STRUCT_OPS(lab_update_idle, s32 cpu, bool idle)
 {
-	struct lab_rq *rq;
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+	struct lab_rq *rq = rq_get(cpu);
+	u64 now;
 
-	if (!idle)
+	if (!rq)
 		return;
+	now = scx_bpf_now();
+	if (!idle) {
+		/* ttwu_do_activate(): the idle period ends; avg_idle follows it */
+		if (rq->idle_stamp && pc->max_idle_balance_cost && now > rq->idle_stamp)
+			lab_update_avg_idle(&pc->avg_idle, now - rq->idle_stamp,
+					    pc->max_idle_balance_cost);
+		rq->idle_stamp = 0;
+		return;
+	}
 	/* sched_balance_newidle() stamps the CPU as it goes idle */
-	if ((rq = rq_get(cpu)))
-		WRITE_ONCE(rq->idle_stamp, scx_bpf_now());
+	WRITE_ONCE(rq->idle_stamp, now);
 	if (topo.smt_active)
 		update_idle_core(cpu);
 }

@@ -54,8 +54,9 @@ struct lab_rq {
 	u32 perf_target;
 	/* An active balance asked for (1 + the CPU to push the running task to; 0: none). */
 	u32 push_cpu;
-	/* When the CPU last went idle (rq->idle_stamp, ns; ops.update_idle): a fork's slow path
-	 * prefers the idle CPU that went idle last. */
+	/* When the CPU went idle (rq->idle_stamp, ns; ops.update_idle), 0 while it is not: a
+	 * fork's slow path prefers the idle CPU that went idle last, and the idle period's length
+	 * feeds avg_idle when it ends. */
 	u64 idle_stamp;
 } __attribute__((aligned(64)));
 

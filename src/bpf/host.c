@@ -143,6 +143,14 @@ bool host_newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_rand
 {
 	return newidle_should_run(ni, rnd, ni_random);
 }
+void host_update_avg_idle(u64 *avg_idle, u64 idle_ns, u64 max_idle_balance_cost)
+{
+	lab_update_avg_idle(avg_idle, idle_ns, max_idle_balance_cost);
+}
+bool host_update_newidle_cost(u64 *max_cost, u64 *last_decay, u64 cost, u64 now)
+{
+	return lab_update_newidle_cost(max_cost, last_decay, cost, now);
+}
 void host_newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 now, bool ni_random,
 			  bool ni_rate)
 {
@@ -245,19 +253,10 @@ bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool
 	return lab_migrate_load_fits(load, nr_balance_failed, imbalance, lb_min);
 }
 
-/* balance.bpf.h's find_busiest() loop over snapshots of CPUs 0..nr-1. */
-s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc)
+/* What the balancer weighs a CPU by (balance.h's lab_nr_busy()). */
+u32 host_nr_busy(const struct lab_cpu_snap *c)
 {
-	u32 best_nr = 1, i, llc = cpus[this_cpu].llc;
-	s32 best = -1;
-
-	for (i = 0; i < nr; i++) {
-		if (lab_busier(&cpus[i], this_cpu, llc, any_llc, best_nr)) {
-			best_nr = lab_nr_busy(&cpus[i]);
-			best = cpus[i].cpu;
-		}
-	}
-	return best;
+	return lab_nr_busy(c);
 }
 
 /* Sched domains (domains.h): update_sd_lb_stats() over @nr CPUs whose groups are runs of equal

@@ -72,6 +72,8 @@ bool host_wake_affine_weight(s64 this_load, s64 prev_load, s64 task_load, s64 wa
 u32 host_nr_idle_scan(u64 sum_util, u32 llc_weight, u32 pct);
 void host_newidle_init(struct lab_newidle *ni, u64 now);
 bool host_newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_random);
+void host_update_avg_idle(u64 *avg_idle, u64 idle_ns, u64 max_idle_balance_cost);
+bool host_update_newidle_cost(u64 *max_cost, u64 *last_decay, u64 cost, u64 now);
 void host_newidle_account(struct lab_newidle *ni, bool ran, bool success, u64 now, bool ni_random,
 			  bool ni_rate);
 
@@ -98,7 +100,7 @@ bool host_task_hot(const struct lab_lb_env *env, const struct lab_lb_task *t);
 bool host_task_is_ineligible_on_dst_cpu(const struct lab_lb_env *env, const struct lab_lb_task *t);
 u32 host_can_migrate_task(const struct lab_lb_env *env, const struct lab_lb_task *t);
 bool host_migrate_load_fits(s64 load, u32 nr_balance_failed, s64 imbalance, bool lb_min);
-s32 host_find_busiest(const struct lab_cpu_snap *cpus, u32 nr, s32 this_cpu, bool any_llc);
+u32 host_nr_busy(const struct lab_cpu_snap *c);
 void host_sd_lb_stats(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
 		      u32 nr, u32 local, const u32 *flags, struct lab_sd_lb *sds);
 bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct lab_lb_verdict *v);

@@ -174,6 +174,7 @@ enum lab_stat {
 	LAB_ST_NEWIDLE,			/* newidle balance attempts (nothing to run at dispatch) */
 	LAB_ST_NEWIDLE_GATED,		/* ... skipped by NI_RANDOM */
 	LAB_ST_NEWIDLE_IDLE,		/* ... that returned at once: no queue was overloaded */
+	LAB_ST_NEWIDLE_SHORT,		/* ... skipped: idle periods shorter than the newidle cost */
 	LAB_ST_PULL_NEWIDLE,		/* tasks pulled by a newidle balance */
 	LAB_ST_PULL_PERIODIC,		/* tasks pulled by the periodic balance */
 	LAB_ST_NOHZ_KICK,		/* idle CPUs kicked to pull from a busy one */

@@ -123,4 +123,38 @@ LAB_INLINE void newidle_account(struct lab_newidle *ni, bool ran, bool success, 
 	ni->stamp = now;
 }
 
+/*
+ * A wakeup ends an idle period of @idle_ns (ttwu_do_activate()): update_avg()'s 1/8 step of
+ * rq->avg_idle towards it, capped at twice max_idle_balance_cost.
+ */
+LAB_INLINE void lab_update_avg_idle(u64 *avg_idle, u64 idle_ns, u64 max_idle_balance_cost)
+{
+	s64 diff = (s64)(idle_ns - *avg_idle);
+	u64 max = 2 * max_idle_balance_cost;
+
+	*avg_idle += diff / 8;
+	if (*avg_idle > max)
+		*avg_idle = max;
+}
+
+/*
+ * update_newidle_cost(): a domain's newidle balance took @cost ns (0: the periodic balance's
+ * visit). A larger cost becomes the domain's max_newidle_lb_cost; otherwise, once a second
+ * (HZ jiffies) the maximum decays by 3/256. Returns whether it decayed.
+ */
+LAB_INLINE bool lab_update_newidle_cost(u64 *max_cost, u64 *last_decay, u64 cost, u64 now)
+{
+	if (cost > *max_cost) {
+		*max_cost = cost;
+		*last_decay = now;
+		return false;
+	}
+	if (now > *last_decay + 1000000000ULL) {
+		*max_cost = *max_cost * 253 / 256;
+		*last_decay = now;
+		return true;
+	}
+	return false;
+}
+
 #endif /* __LAB_LOAD_H */

@@ -156,6 +156,8 @@ struct lab_sd_state {
 	u64 last_balance;	/* ns */
 	u32 balance_interval;	/* ms; 0: not set up yet (min_interval) */
 	u32 nr_balance_failed;
+	u64 max_newidle_lb_cost;	/* ns: the longest newidle balance here, decaying */
+	u64 last_decay_max_lb_cost;	/* ns */
 };
 
 struct lab_cpu {
@@ -164,6 +166,8 @@ struct lab_cpu {
 	u32 balance_ticks;
 	struct lab_sd_state sd[LAB_MAX_LEVELS];
 	u64 next_balance;	/* rq->next_balance: the earliest balance due at an idle level (ns) */
+	u64 avg_idle;		/* rq->avg_idle: the CPU's idle periods, averaged (ns); 0: not set up */
+	u64 max_idle_balance_cost;	/* rq->max_idle_balance_cost (ns) */
 } __attribute__((aligned(64)));
 struct lab_cpu lab_cpus[LAB_MAX_CPUS];
 
@@ -588,9 +592,10 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	}
 	/* Held tasks that a refill lets out rejoin first. */
 	limbo_release_pending(cpu, rq);
-	/* An empty queue has nothing to pick (a running prev of ours would still be queued). */
-	if (!READ_ONCE(rq->cfs.nr_queued))
-		goto newidle;
+	/* An empty queue has nothing to pick (a running prev of ours would still be queued):
+	 * sched_balance_newidle() first, which pulls into the queue. */
+	if (!READ_ONCE(rq->cfs.nr_queued) && !newidle_balance(cpu, rq))
+		return;
 	if (prev) {
 		total = exec_now(prev, cpu);
 		prev_pid = prev->pid;
@@ -645,12 +650,10 @@ void BPF_STRUCT_OPS(lab_dispatch, s32 cpu, struct task_struct *prev)
 	return;
 
 newidle:
-	/* Nothing left here: sched_balance_newidle(). */
-	t = newidle_balance(cpu, rq);
-	if (!t)
-		return;
-	scx_bpf_dsq_insert(t, SCX_DSQ_LOCAL, LAB_SLICE_NS, 0);
-	bpf_task_release(t);
+	/* Nothing left here but ghosts, now gone: sched_balance_newidle(); what it pulled is
+	 * picked at the CPU's next decision. */
+	if (newidle_balance(cpu, rq))
+		scx_bpf_kick_cpu(cpu, 0);
 }
 
 /* ops.running: set_next_task_fair(first) and hrtick_start_fair(); prio_changed_fair() for a

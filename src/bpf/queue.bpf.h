@@ -145,8 +145,6 @@ static __always_inline bool resched_curr_lazy(struct lab_rq *rq, u64 *st)
  */
 u64 nr_overloaded __attribute__((aligned(64)));
 u64 nr_overloaded_pad[7];
-/* The overloaded CPUs, one bit each: what a balance looks at, instead of every CPU. */
-u64 overloaded_mask[LAB_MAX_CPUS / 64] __attribute__((aligned(64)));
 
 /* Keep @rq's share of nr_overloaded current (call with the queue locked, after a change): two
  * or more runnable entities, or one behind a higher class's task (lab_nr_busy()) or on a CPU
@@ -155,19 +153,11 @@ static __always_inline void rq_overload_update(struct lab_rq *rq)
 {
 	u32 q = rq->cfs.nr_queued, d = rq->cfs.nr_delayed, n = q > d ? q - d : 0;
 	u8 ov = n && n + (rq->released | rq->offline) >= 2;
-	u64 bit = 1ULL << (rq->cpu & 63);
-	u32 w = (rq->cpu / 64) & (LAB_MAX_CPUS / 64 - 1);
 
 	if (ov == rq->overloaded)
 		return;
 	rq->overloaded = ov;
-	if (ov) {
-		__sync_fetch_and_or(&overloaded_mask[w], bit);
-		__sync_fetch_and_add(&nr_overloaded, 1);
-	} else {
-		__sync_fetch_and_and(&overloaded_mask[w], ~bit);
-		__sync_fetch_and_add(&nr_overloaded, -1);
-	}
+	__sync_fetch_and_add(&nr_overloaded, ov ? 1 : -1);
 }
 
 /* The pick waiting in the local DSQ is @n: note it (lab_set_next() clears it). */

@@ -367,6 +367,112 @@ __noinline int lab_sched_balance_done(s32 dst, u32 level, u32 idle_type, u32 mov
 	return 0;
 }
 
+/* rq->avg_idle and rq->max_idle_balance_cost as the kernel starts them: twice and once
+ * migration_cost_ns. */
+static __always_inline void idle_cost_init(struct lab_cpu *pc, u64 migration_cost)
+{
+	if (!pc->max_idle_balance_cost) {
+		pc->max_idle_balance_cost = migration_cost;
+		pc->avg_idle = 2 * migration_cost;
+	}
+}
+
+/*
+ * Mirrors sched_balance_newidle(): @cpu found nothing to run. Nothing is tried when no queue is
+ * overloaded, or when the CPU's idle periods (avg_idle) are shorter than its lowest domain's
+ * newidle cost; otherwise each level, lowest first, does sched_balance_rq() in the
+ * CPU_NEWLY_IDLE state (one task at most) while the time spent so far plus the level's
+ * max_newidle_lb_cost stays within avg_idle, and the first level that pulls ends the walk. Each
+ * level's cost (ns of this program) feeds its max_newidle_lb_cost. Pulled tasks join @cpu's
+ * queue; returns whether one did. Differs: NI_RANDOM and NI_RATE decide once for the whole walk
+ * from the CPU's own success ratio (the kernel keeps one per domain), and the costs are the BPF
+ * scheduler's, not fair.c's. Not inlined: ops.dispatch calls it from two places.
+ */
+static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
+{
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+	u64 *st = stats_row(), now, t0, t1, cost, curr_cost = 0;
+	const struct lab_params *params = params_get();
+	u32 nr = topo.nr_levels, l;
+	struct lab_lb_scratch *sc;
+	bool run, moved = false;
+
+	lab_count(st, LAB_ST_NEWIDLE);
+	/* sched_balance_newidle() returns at once when the root domain is not overloaded. */
+	if (!READ_ONCE(nr_overloaded)) {
+		lab_count(st, LAB_ST_NEWIDLE_IDLE);
+		return false;
+	}
+	idle_cost_init(pc, params->migration_cost);
+	if (nr && pc->avg_idle < pc->sd[0].max_newidle_lb_cost) {
+		lab_count(st, LAB_ST_NEWIDLE_SHORT);
+		return false;
+	}
+	now = scx_bpf_now();
+	lab_update_blocked(cpu, now);
+	if (!rq->ni.stamp)
+		newidle_init(&rq->ni, now);
+	run = newidle_should_run(&rq->ni, bpf_get_prandom_u32(), sched_feat(params, NI_RANDOM));
+	if (!run) {
+		lab_count(st, LAB_ST_NEWIDLE_GATED);
+		goto out;
+	}
+	t0 = bpf_ktime_get_ns();
+	bpf_for(l, 0, nr) {
+		struct lab_sd_state *state = &pc->sd[l & (LAB_MAX_LEVELS - 1)];
+
+		if (pc->avg_idle < curr_cost + state->max_newidle_lb_cost)
+			break;
+		if (lab_sched_balance_find(cpu, l, LAB_CPU_NEWLY_IDLE) == LAB_LB_FOUND &&
+		    (sc = lb_scratch_get())) {
+			moved = lb_detach_tasks(cpu, sc->src, l, LAB_CPU_NEWLY_IDLE,
+						sc->v.migration_type, sc->v.imbalance,
+						state->nr_balance_failed, params, now);
+			lab_sched_balance_done(cpu, l, LAB_CPU_NEWLY_IDLE, moved);
+		}
+		t1 = bpf_ktime_get_ns();
+		cost = t1 - t0;
+		curr_cost += cost;
+		t0 = t1;
+		lab_update_newidle_cost(&state->max_newidle_lb_cost, &state->last_decay_max_lb_cost,
+					cost, now);
+		if (moved)
+			break;
+	}
+	if (curr_cost > pc->max_idle_balance_cost)
+		pc->max_idle_balance_cost = curr_cost;
+	if (moved)
+		lab_count(st, LAB_ST_PULL_NEWIDLE);
+out:
+	newidle_account(&rq->ni, run, moved, now, sched_feat(params, NI_RANDOM),
+			sched_feat(params, NI_RATE));
+	return moved;
+}
+
+/*
+ * sched_balance_domains()' visit of every level's newidle cost: each max_newidle_lb_cost decays
+ * once a second, and when the top level's did, rq->max_idle_balance_cost becomes their sum (at
+ * least migration_cost_ns). A global subprogram: its loop stays off the balance walk's frame.
+ */
+__noinline int lab_newidle_cost_decay(s32 cpu, u64 now)
+{
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+	u64 migration_cost = params_get()->migration_cost, max_cost = 0;
+	u32 nr = topo.nr_levels, l;
+	bool need_decay = false;
+
+	bpf_for(l, 0, nr) {
+		struct lab_sd_state *state = &pc->sd[l & (LAB_MAX_LEVELS - 1)];
+
+		need_decay = lab_update_newidle_cost(&state->max_newidle_lb_cost,
+						     &state->last_decay_max_lb_cost, 0, now);
+		max_cost += state->max_newidle_lb_cost;
+	}
+	if (need_decay)
+		pc->max_idle_balance_cost = max_cost > migration_cost ? max_cost : migration_cost;
+	return 0;
+}
+
 /*
  * Mirrors sched_balance_domains()'s walk for @cpu in state @idle_type: each level whose interval
  * (times busy_factor on a busy CPU) has passed is looked at, lowest first, until one finds an
@@ -386,6 +492,7 @@ __noinline int lab_balance_find(s32 cpu, u32 idle_type, u64 now)
 
 	if (!tick_ms)
 		tick_ms = 1;
+	lab_newidle_cost_decay(cpu, now);
 	bpf_for(l, 0, nr) {
 		struct lab_sd_state *state = &pc->sd[l & (LAB_MAX_LEVELS - 1)];
 		u64 ms;

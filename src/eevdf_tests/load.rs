@@ -92,3 +92,41 @@ fn newidle_statistics_follow_success() {
         assert_eq!(ni.ratio, 1024);
     }
 }
+
+/// rq->avg_idle moves an eighth of the way to each idle period (update_avg()), capped at twice
+/// max_idle_balance_cost; max_newidle_lb_cost takes any longer balance at once and otherwise
+/// decays by 3/256 once a second.
+#[test]
+fn newidle_budget_and_costs() {
+    unsafe {
+        let mut avg = 1_000_000u64;
+        host_update_avg_idle(&mut avg, 200_000, 500_000);
+        assert_eq!(avg, 900_000);
+        host_update_avg_idle(&mut avg, 100_000_000, 500_000);
+        assert_eq!(avg, 1_000_000, "capped at twice the balance cost");
+        // A shorter period: the signed step rounds towards zero, like the kernel's s64 division.
+        let mut avg = 15u64;
+        host_update_avg_idle(&mut avg, 0, 500_000);
+        assert_eq!(avg, 14);
+
+        let (mut max, mut last) = (0u64, 0u64);
+        assert!(!host_update_newidle_cost(&mut max, &mut last, 40_000, 5));
+        assert_eq!((max, last), (40_000, 5));
+        // Within the second: no decay.
+        assert!(!host_update_newidle_cost(
+            &mut max,
+            &mut last,
+            0,
+            900_000_000
+        ));
+        assert_eq!(max, 40_000);
+        // After it: 40000 * 253 / 256.
+        assert!(host_update_newidle_cost(
+            &mut max,
+            &mut last,
+            0,
+            1_100_000_000
+        ));
+        assert_eq!((max, last), (39_531, 1_100_000_000));
+    }
+}
