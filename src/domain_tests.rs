@@ -17,6 +17,7 @@ fn busy(util: u64) -> lab_lb_cpu {
         util,
         runnable: util,
         capacity: 1024,
+        capacity_orig: 1024,
         nr_running: 1,
         h_nr_runnable: 1,
         ..Default::default()
@@ -26,6 +27,7 @@ fn busy(util: u64) -> lab_lb_cpu {
 fn idle() -> lab_lb_cpu {
     lab_lb_cpu {
         capacity: 1024,
+        capacity_orig: 1024,
         idle: 1,
         ..Default::default()
     }
@@ -39,6 +41,7 @@ fn overloaded(load: u64) -> lab_lb_cpu {
         util: 1024,
         runnable: 2048,
         capacity: 1024,
+        capacity_orig: 1024,
         nr_running: 2,
         h_nr_runnable: 2,
         core_first: 1,
@@ -223,17 +226,20 @@ fn spare_room_pulls_utilisation_across_llcs() {
 }
 
 /// sched_balance_find_src_rq(): by task count, by load (a lone task heavier than the imbalance
-/// stays), by utilisation (never a lone task).
+/// stays, unless its CPU's capacity is reduced; load is weighed against capacity), by
+/// utilisation (never a lone task).
 #[test]
 fn busiest_cpu_of_the_group() {
     let q = |n: u32, load: u64, util: u64| lab_lb_cpu {
         load,
         util,
         capacity: 1024,
+        capacity_orig: 1024,
         nr_running: n,
         h_nr_runnable: n,
         ..Default::default()
     };
+    let mc = sd(MC, LAB_CPU_IDLE);
     let cpus = [
         q(1, 4000, 900),
         q(3, 1500, 800),
@@ -248,25 +254,69 @@ fn busiest_cpu_of_the_group() {
     // SAFETY: @cpus holds the four CPUs read.
     unsafe {
         assert_eq!(
-            host_find_src_rq(&v(LAB_MIGRATE_TASK, 1), cpus.as_ptr(), 0, 4),
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_TASK, 1), cpus.as_ptr(), 0, 4),
             1
         );
         assert_eq!(
-            host_find_src_rq(&v(LAB_MIGRATE_LOAD, 1000), cpus.as_ptr(), 0, 4),
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_LOAD, 1000), cpus.as_ptr(), 0, 4),
             2
         );
         assert_eq!(
-            host_find_src_rq(&v(LAB_MIGRATE_LOAD, 5000), cpus.as_ptr(), 0, 4),
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_LOAD, 5000), cpus.as_ptr(), 0, 4),
             0
         );
         assert_eq!(
-            host_find_src_rq(&v(LAB_MIGRATE_UTIL, 100), cpus.as_ptr(), 0, 4),
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_UTIL, 100), cpus.as_ptr(), 0, 4),
             2
         );
         assert_eq!(
-            host_find_src_rq(&v(LAB_MIGRATE_TASK, 1), cpus.as_ptr(), 3, 1),
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_TASK, 1), cpus.as_ptr(), 3, 1),
             -1
         );
+    }
+    // RT pressure leaves CPU 0 half its capacity (512 * 117 < 1024 * 100): its lone task no
+    // longer stays, and 4000 / 512 outweighs CPU 2's 2500 / 1024.
+    let mut rt = cpus;
+    rt[0].capacity = 512;
+    // SAFETY: @rt holds the four CPUs read.
+    unsafe {
+        assert_eq!(
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_LOAD, 1000), rt.as_ptr(), 0, 4),
+            0
+        );
+    }
+    // 900 of 1024 is within the domain's 117 %: the lone task stays.
+    rt[0].capacity = 900;
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(
+            host_find_src_rq(&mc, &v(LAB_MIGRATE_LOAD, 1000), rt.as_ptr(), 0, 4),
+            2
+        );
+    }
+}
+
+/// update_cpu_capacity()'s scale_rt_capacity(): RT and deadline time come off the top, IRQ time
+/// scales what is left, and a CPU they fill keeps a capacity of 1; check_cpu_capacity() against
+/// the domain's imbalance_pct.
+#[test]
+fn capacity_less_other_classes_and_irqs() {
+    // SAFETY: plain values.
+    unsafe {
+        assert_eq!(host_scale_rt_capacity(1024, 0, 0, 0), 1024);
+        assert_eq!(host_scale_rt_capacity(1024, 0, 300, 100), 624);
+        // (1024 - 400) * (1024 - 256) / 1024 = 468
+        assert_eq!(host_scale_rt_capacity(1024, 256, 300, 100), 468);
+        assert_eq!(host_scale_rt_capacity(1024, 0, 1000, 24), 1);
+        assert_eq!(host_scale_rt_capacity(1024, 1024, 0, 0), 1);
+        // A little CPU of a hybrid machine (446): 446 - 100 = 346.
+        assert_eq!(host_scale_rt_capacity(446, 0, 100, 0), 346);
+        // (1024 - 1023) * 1 / 1024 rounds to 0: still 1.
+        assert_eq!(host_scale_rt_capacity(1024, 1023, 1023, 0), 1);
+        assert!(!host_check_cpu_capacity(1024, 1024, 117));
+        assert!(!host_check_cpu_capacity(876, 1024, 117)); // 102492 >= 102400
+        assert!(host_check_cpu_capacity(875, 1024, 117));
+        assert!(host_check_cpu_capacity(930, 1024, 110));
     }
 }
 
@@ -281,9 +331,71 @@ fn detach_rules_and_intervals() {
         assert!(!host_detach_fits(LAB_MIGRATE_LOAD, 10, 0, 1000, true));
         assert!(host_detach_fits(LAB_MIGRATE_UTIL, 700, 0, 724, false));
         assert!(host_detach_fits(LAB_MIGRATE_TASK, 1 << 40, 0, 1, false));
-        assert!(!host_need_active_balance(LAB_MIGRATE_TASK, 3, 1));
-        assert!(host_need_active_balance(LAB_MIGRATE_TASK, 4, 1));
-        assert!(!host_need_active_balance(LAB_MIGRATE_LOAD, 9, 1));
+        let full = first(busy(1024));
+        let busy_mc = sd(MC, LAB_CPU_NOT_IDLE);
+        let idle_mc = sd(MC, LAB_CPU_IDLE);
+        assert!(!host_need_active_balance(
+            &busy_mc,
+            LAB_MIGRATE_TASK,
+            3,
+            1,
+            &full,
+            1024
+        ));
+        assert!(host_need_active_balance(
+            &busy_mc,
+            LAB_MIGRATE_TASK,
+            4,
+            1,
+            &full,
+            1024
+        ));
+        assert!(!host_need_active_balance(
+            &busy_mc,
+            LAB_MIGRATE_LOAD,
+            9,
+            1,
+            &full,
+            1024
+        ));
+        // A lone task on a CPU that RT pressure took down to 400: an idle puller of full
+        // capacity moves it at once; a busy one, or a puller hardly bigger, does not.
+        let squeezed = lab_lb_cpu {
+            capacity: 400,
+            ..full
+        };
+        assert!(host_need_active_balance(
+            &idle_mc,
+            LAB_MIGRATE_LOAD,
+            0,
+            1,
+            &squeezed,
+            1024
+        ));
+        assert!(!host_need_active_balance(
+            &busy_mc,
+            LAB_MIGRATE_LOAD,
+            0,
+            1,
+            &squeezed,
+            1024
+        ));
+        assert!(!host_need_active_balance(
+            &idle_mc,
+            LAB_MIGRATE_LOAD,
+            0,
+            1,
+            &squeezed,
+            450
+        ));
+        assert!(!host_need_active_balance(
+            &idle_mc,
+            LAB_MIGRATE_LOAD,
+            0,
+            1,
+            &full,
+            1024
+        ));
         assert_eq!(host_adjust_numa_imbalance(2, 1, 2), 0);
         assert_eq!(host_adjust_numa_imbalance(3, 1, 2), 3);
         assert_eq!(host_adjust_numa_imbalance(2, 3, 2), 2);

@@ -162,7 +162,9 @@ pub static FEATURES: &[Feature] = &[
         NONTASK_CAPACITY,
         true,
         true,
-        Inert("CPU capacity bookkeeping of the kernel"),
+        Approx(
+            "capacity_of() counts IRQ and steal time only on kernels that average them (IRQ or paravirt time accounting); off, the lab drops them at once where the kernel's average decays"
+        ),
         "reduce CPU capacity by IRQ/RT/DL time"
     ),
     feat!(

@@ -136,6 +136,10 @@ pub const NEEDS: &[Need] = &[
         "the frequency hand-off to schedutil (CPUFREQ)",
     ),
     need(
+        Probe::Kfunc("scx_bpf_cpuperf_cap"),
+        "each CPU's capacity (arch_scale_cpu_capacity())",
+    ),
+    need(
         Probe::Kfunc("scx_bpf_kick_cpu"),
         "preemption and idle kicks",
     ),
@@ -309,6 +313,7 @@ mod tests {
         // Part of what Debian's 7.1.13 build reports.
         let bad: Vec<String> = [
             "scx_bpf_cpuperf_cap",
+            "scx_bpf_cpuperf_cur",
             "scx_bpf_dsq_insert___v2",
             "scx_bpf_get_idle_cpumask",
         ]
@@ -317,9 +322,13 @@ mod tests {
         .collect();
         assert_eq!(
             malformed_used(&bad),
-            ["scx_bpf_dsq_insert___v2", "scx_bpf_get_idle_cpumask"]
+            [
+                "scx_bpf_cpuperf_cap",
+                "scx_bpf_dsq_insert___v2",
+                "scx_bpf_get_idle_cpumask"
+            ]
         );
-        assert!(malformed_used(&["scx_bpf_cpuperf_cap".to_string()]).is_empty());
+        assert!(malformed_used(&["scx_bpf_cpuperf_cur".to_string()]).is_empty());
     }
 
     /// The BPF sources, for the tests that keep [`NEEDS`] true.

@@ -260,6 +260,10 @@ impl<'a> Scheduler<'a> {
                 .filter(|se| se.on_rq != 0);
             let mut q = stats::queue_state(&cfs, curr.as_ref());
             q.perf_target = rq.perf_target as u64;
+            q.capacity = match rq.cpu_capacity {
+                0 => 1024,
+                c => c as u64,
+            };
             cpus.insert(cpu, q);
         }
         let mut callbacks = BTreeMap::new();

@@ -400,6 +400,8 @@ fn wa(this_cpu: lab_cpu_snap, prev_cpu: lab_cpu_snap, sync: bool) -> lab_wake_af
         wa_idle: 1,
         wa_weight: 1,
         wa_bias: 1,
+        this_capacity: 1024,
+        prev_capacity: 1024,
         ..Default::default()
     }
 }

@@ -36,6 +36,8 @@ pub struct CpuQueue {
     pub util_est: u64,
     #[stat(desc = "performance target last handed to cpufreq (0..1024; CPUFREQ)")]
     pub perf_target: u64,
+    #[stat(desc = "capacity_of(): what RT, deadline and IRQ time leave of the CPU's capacity")]
+    pub capacity: u64,
 }
 
 /// Everything the scheduler counts, as a delta over the sampling interval (the first sample a
@@ -692,7 +694,7 @@ impl Metrics {
         for (cpu, q) in &self.cpus {
             writeln!(
                 w,
-                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}  load {:>6}  runnable {:>5}  util {:>4}  util_est {:>4}  perf {:>4}",
+                "cpu{cpu:<3}  V {:>14}  queued {:>3}  ghosts {:>3}  weight {:>7}  load {:>6}  runnable {:>5}  util {:>4}  util_est {:>4}  perf {:>4}  cap {:>4}",
                 q.avg_vruntime,
                 q.nr_queued,
                 q.nr_delayed,
@@ -701,7 +703,8 @@ impl Metrics {
                 q.runnable_avg,
                 q.util_avg,
                 q.util_est,
-                q.perf_target
+                q.perf_target,
+                q.capacity
             )?;
         }
         Ok(())
@@ -726,6 +729,7 @@ pub fn queue_state(cfs: &ffi::lab_cfs, curr: Option<&ffi::lab_se>) -> CpuQueue {
         util_avg: cfs.avg.util_avg,
         util_est: cfs.avg.util_est as u64,
         perf_target: 0,
+        capacity: 0,
     }
 }
 

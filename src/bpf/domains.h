@@ -15,7 +15,8 @@
  * how much; src/domain_tests.rs pins them to the kernel's rules. No BPF helper is called here.
  *
  * Differs: no misfit, asym-packing or group_imbalanced (affinity) classes, no energy-aware
- * shortcut, every CPU's capacity SCHED_CAPACITY_SCALE (capacities are not read).
+ * shortcut. Capacities are update_cpu_capacity()'s (lab_scale_rt_capacity()), summed per group
+ * from the CPUs' rather than kept per group (sgc->capacity).
  */
 
 #define LAB_CAPACITY_SCALE	1024
@@ -39,6 +40,31 @@
 #define LAB_MIGRATE_UTIL	1
 #define LAB_MIGRATE_TASK	2
 
+/*
+ * scale_rt_capacity(): what is left for the fair class of a CPU whose capacity is @max
+ * (get_actual_cpu_capacity()) once the RT and deadline classes' utilisation (@rt, @dl: PELT
+ * averages of their running time) is taken out, scaled down by the share IRQs and steal take
+ * (@irq: scale_irq_capacity()). 1 when the other classes or IRQs fill the CPU;
+ * update_cpu_capacity() makes a 0 a 1 as well, so capacities always divide.
+ */
+LAB_INLINE u64 lab_scale_rt_capacity(u64 max, u64 irq, u64 rt, u64 dl)
+{
+	u64 used = rt + dl, free;
+
+	if (irq >= max || used >= max)
+		return 1;
+	free = max - used;
+	free = free * (max - irq) / max;
+	return free ? free : 1;
+}
+
+/* check_cpu_capacity(): has the CPU lost more of its capacity (@capacity of @capacity_orig) to
+ * other classes and IRQs than the domain's imbalance_pct tolerates? */
+LAB_INLINE bool lab_check_cpu_capacity(u64 capacity, u64 capacity_orig, u32 imbalance_pct)
+{
+	return capacity * imbalance_pct < capacity_orig * 100;
+}
+
 /* What the decisions read of one domain. */
 struct lab_sd {
 	u32 flags;		/* LAB_SD_* */
@@ -53,6 +79,7 @@ struct lab_lb_cpu {
 	u64 util;		/* cpu_util_cfs() */
 	u64 runnable;		/* cpu_runnable() */
 	u64 capacity;		/* capacity_of() */
+	u64 capacity_orig;	/* arch_scale_cpu_capacity() */
 	u32 nr_running;		/* rq->nr_running */
 	u32 h_nr_runnable;	/* rq->cfs.h_nr_runnable */
 	u8 idle;		/* idle_cpu() */
@@ -390,11 +417,11 @@ LAB_INLINE void lab_src_best_init(struct lab_src_best *b)
 	b->cpu = -1;
 }
 
-/* sched_balance_find_src_rq(), one CPU of the busiest group: is @c (CPU @cpu) the busiest so far
- * for @v's kind of migration? A CPU with no runnable entity of ours never is. Differs: no
- * reduced-capacity exception (capacities are equal). */
-LAB_INLINE bool lab_find_src_rq_cpu(const struct lab_lb_verdict *v, const struct lab_lb_cpu *c,
-				    s32 cpu, struct lab_src_best *b)
+/* sched_balance_find_src_rq(), one CPU of the busiest group of @sd: is @c (CPU @cpu) the busiest
+ * so far for @v's kind of migration? A CPU with no runnable entity of ours never is; nor, for a
+ * load imbalance, one whose lone task outweighs the imbalance, unless its capacity is reduced. */
+LAB_INLINE bool lab_find_src_rq_cpu(const struct lab_sd *sd, const struct lab_lb_verdict *v,
+				    const struct lab_lb_cpu *c, s32 cpu, struct lab_src_best *b)
 {
 	u32 nr = c->h_nr_runnable;
 
@@ -402,7 +429,8 @@ LAB_INLINE bool lab_find_src_rq_cpu(const struct lab_lb_verdict *v, const struct
 		return false;
 	switch (v->migration_type) {
 	case LAB_MIGRATE_LOAD:
-		if (nr == 1 && (s64)c->load > v->imbalance)
+		if (nr == 1 && (s64)c->load > v->imbalance &&
+		    !lab_check_cpu_capacity(c->capacity, c->capacity_orig, sd->imbalance_pct))
 			return false;
 		if (c->load * b->capacity <= b->load * c->capacity)
 			return false;
@@ -441,12 +469,22 @@ LAB_INLINE bool lab_detach_fits(u32 migration_type, s64 amount, u32 nr_balance_f
 	}
 }
 
-/* need_active_balance()'s imbalanced_active_balance(): a task imbalance that the balance has
- * failed to move cache_nice_tries + 3 times in a row moves a running task. */
-LAB_INLINE bool lab_need_active_balance(u32 migration_type, u32 nr_balance_failed,
-					u32 cache_nice_tries)
+/*
+ * need_active_balance(), after a balance of @sd that moved nothing: a task imbalance that has
+ * failed cache_nice_tries + 3 times in a row (imbalanced_active_balance()), or an idle puller
+ * (@dst_capacity) beside a source running one task of ours (@src) whose capacity other classes
+ * or IRQs have eaten into (check_cpu_capacity()) and that this CPU has noticeably more of, move
+ * the source's running task.
+ */
+LAB_INLINE bool lab_need_active_balance(const struct lab_sd *sd, u32 migration_type,
+					u32 nr_balance_failed, u32 cache_nice_tries,
+					const struct lab_lb_cpu *src, u64 dst_capacity)
 {
-	return migration_type == LAB_MIGRATE_TASK && nr_balance_failed > cache_nice_tries + 2;
+	if (migration_type == LAB_MIGRATE_TASK && nr_balance_failed > cache_nice_tries + 2)
+		return true;
+	return sd->idle != LAB_CPU_NOT_IDLE && src->h_nr_runnable == 1 &&
+	       lab_check_cpu_capacity(src->capacity, src->capacity_orig, sd->imbalance_pct) &&
+	       src->capacity * sd->imbalance_pct < dst_capacity * 100;
 }
 
 /* get_sd_balance_interval(), in ms: the domain's interval, times busy_factor on a busy CPU less

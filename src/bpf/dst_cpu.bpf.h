@@ -12,7 +12,7 @@
  * Differs: every level is taken as flagged SD_BALANCE_FORK (the kernel drops it at NUMA distances
  * beyond node_reclaim_distance, 30; QEMU's nodes are at 20); among idle CPUs the one that went
  * idle last wins, as when no idle states are known (the lab cannot read their exit latencies);
- * no core-scheduling cookies, no preferred NUMA node (a new task has none), equal capacities.
+ * no core-scheduling cookies, no preferred NUMA node (a new task has none).
  */
 #ifndef __LAB_DST_CPU_BPF_H
 #define __LAB_DST_CPU_BPF_H
@@ -49,10 +49,12 @@ __noinline int lab_find_dst_group_at(s32 this_cpu, u32 level)
 	struct lab_dst_scratch *sc = dst_scratch_get();
 	const struct cpumask *idle;
 	bool util_est;
+	u64 now;
 
 	if (!sc)
 		return 0;
 	util_est = sched_feat(params_get(), UTIL_EST);
+	now = scx_bpf_now();
 	lab_dst_group_init(&sc->g);
 	WRITE_ONCE(sc->gend, 0);
 	WRITE_ONCE(sc->local, 0);
@@ -70,7 +72,7 @@ __noinline int lab_find_dst_group_at(s32 this_cpu, u32 level)
 			lab_sg_init(&sc->cur, gflags, (s32)gstart, gsize);
 		}
 		if (!cpu_offline(c)) {
-			lb_cpu_read(c, idle, util_est, &sc->c);
+			lb_cpu_read(c, idle, util_est, now, &sc->c);
 			lab_sg_add_cpu(&sc->cur, &sc->c);
 			if (dst_allowed(sc, c))
 				WRITE_ONCE(sc->nallowed, READ_ONCE(sc->nallowed) + 1);

@@ -54,6 +54,12 @@ struct lab_rq {
 	u32 perf_target;
 	/* An active balance asked for (1 + the CPU to push the running task to; 0: none). */
 	u32 push_cpu;
+	/* capacity_of() and arch_scale_cpu_capacity() as update_cpu_capacity() last found them
+	 * (0: not yet, read as SCHED_CAPACITY_SCALE, the kernel's value at boot), and when they
+	 * are due again (ns; the lowest group's sgc->next_update). */
+	u32 cpu_capacity;
+	u32 cpu_capacity_orig;
+	u64 capacity_next;
 	/* When the CPU went idle (rq->idle_stamp, ns; ops.update_idle), 0 while it is not: a
 	 * fork's slow path prefers the idle CPU that went idle last, and the idle period's length
 	 * feeds avg_idle when it ends. */

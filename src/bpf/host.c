@@ -132,10 +132,10 @@ bool host_wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_size)
 	return wake_wide_math(waker_flips, wakee_flips, llc_size);
 }
 bool host_wake_affine_weight(s64 this_load, s64 prev_load, s64 task_load, s64 waker_load, bool sync,
-			     u32 imbalance_pct, bool bias)
+			     u32 imbalance_pct, bool bias, u32 this_capacity, u32 prev_capacity)
 {
 	return wake_affine_weight_math(this_load, prev_load, task_load, waker_load, sync, imbalance_pct,
-				       bias);
+				       bias, this_capacity, prev_capacity);
 }
 u32 host_nr_idle_scan(u64 sum_util, u32 llc_weight, u32 pct) { return nr_idle_scan_math(sum_util, llc_weight, pct); }
 void host_newidle_init(struct lab_newidle *ni, u64 now) { newidle_init(ni, now); }
@@ -285,23 +285,33 @@ bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct 
 {
 	return lab_find_src_group(sd, sds, v);
 }
-s32 host_find_src_rq(const struct lab_lb_verdict *v, const struct lab_lb_cpu *cpus, u32 first, u32 n)
+s32 host_find_src_rq(const struct lab_sd *sd, const struct lab_lb_verdict *v,
+		     const struct lab_lb_cpu *cpus, u32 first, u32 n)
 {
 	struct lab_src_best b;
 	u32 i;
 
 	lab_src_best_init(&b);
 	for (i = first; i < first + n; i++)
-		lab_find_src_rq_cpu(v, &cpus[i], (s32)i, &b);
+		lab_find_src_rq_cpu(sd, v, &cpus[i], (s32)i, &b);
 	return b.cpu;
 }
 bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_min)
 {
 	return lab_detach_fits(type, amount, failed, imbalance, lb_min);
 }
-bool host_need_active_balance(u32 type, u32 failed, u32 cache_nice_tries)
+bool host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32 cache_nice_tries,
+			      const struct lab_lb_cpu *src, u64 dst_capacity)
 {
-	return lab_need_active_balance(type, failed, cache_nice_tries);
+	return lab_need_active_balance(sd, type, failed, cache_nice_tries, src, dst_capacity);
+}
+u64 host_scale_rt_capacity(u64 max, u64 irq, u64 rt, u64 dl)
+{
+	return lab_scale_rt_capacity(max, irq, rt, dl);
+}
+bool host_check_cpu_capacity(u64 capacity, u64 capacity_orig, u32 imbalance_pct)
+{
+	return lab_check_cpu_capacity(capacity, capacity_orig, imbalance_pct);
 }
 u64 host_sd_balance_interval_ms(u32 interval, bool busy, u32 tick_ms, u32 nr_online)
 {

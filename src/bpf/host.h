@@ -68,7 +68,7 @@ void host_entity_tick_load(struct lab_cfs *cfs, struct lab_pool *pool, u64 *st);
 void host_update_blocked_load(struct lab_cfs *cfs, u64 *st);
 bool host_wake_wide(u32 waker_flips, u32 wakee_flips, u32 llc_size);
 bool host_wake_affine_weight(s64 this_load, s64 prev_load, s64 task_load, s64 waker_load, bool sync,
-			     u32 imbalance_pct, bool bias);
+			     u32 imbalance_pct, bool bias, u32 this_capacity, u32 prev_capacity);
 u32 host_nr_idle_scan(u64 sum_util, u32 llc_weight, u32 pct);
 void host_newidle_init(struct lab_newidle *ni, u64 now);
 bool host_newidle_should_run(const struct lab_newidle *ni, u32 rnd, bool ni_random);
@@ -104,9 +104,13 @@ u32 host_nr_busy(const struct lab_cpu_snap *c);
 void host_sd_lb_stats(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,
 		      u32 nr, u32 local, const u32 *flags, struct lab_sd_lb *sds);
 bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct lab_lb_verdict *v);
-s32 host_find_src_rq(const struct lab_lb_verdict *v, const struct lab_lb_cpu *cpus, u32 first, u32 n);
+s32 host_find_src_rq(const struct lab_sd *sd, const struct lab_lb_verdict *v,
+		     const struct lab_lb_cpu *cpus, u32 first, u32 n);
 bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_min);
-bool host_need_active_balance(u32 type, u32 failed, u32 cache_nice_tries);
+bool host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32 cache_nice_tries,
+			      const struct lab_lb_cpu *src, u64 dst_capacity);
+u64 host_scale_rt_capacity(u64 max, u64 irq, u64 rt, u64 dl);
+bool host_check_cpu_capacity(u64 capacity, u64 capacity_orig, u32 imbalance_pct);
 u64 host_sd_balance_interval_ms(u32 interval, bool busy, u32 tick_ms, u32 nr_online);
 s64 host_adjust_numa_imbalance(s64 imbalance, u32 dst_running, u32 imb_numa_nr);
 bool host_find_dst_group(const struct lab_sd *sd, const struct lab_lb_cpu *cpus, const u32 *group,

@@ -36,11 +36,13 @@ LAB_INLINE bool wake_wide_math(u32 waker_flips, u32 wakee_flips, u32 llc_size)
  * wake_affine_weight(): pull the wakee to the waker's CPU unless that CPU, with the wakee (and,
  * for a sync wakeup, without the waker), would carry more load than the previous CPU without
  * it; WA_BIAS inflates the previous CPU's side by half the domain's imbalance_pct, tilting the
- * choice towards the waker. Loads are capacity-normalised (equal capacities here). Returns true
+ * choice towards the waker. Each side is weighed against its CPU's capacity (capacity_of(): the
+ * waker's CPU's load times the previous CPU's capacity, and the other way round). Returns true
  * for "this CPU".
  */
 LAB_INLINE bool wake_affine_weight_math(s64 this_load, s64 prev_load, s64 task_load,
-					s64 waker_load, bool sync, u32 imbalance_pct, bool bias)
+					s64 waker_load, bool sync, u32 imbalance_pct, bool bias,
+					u32 this_capacity, u32 prev_capacity)
 {
 	s64 this_eff = this_load, prev_eff;
 
@@ -52,12 +54,12 @@ LAB_INLINE bool wake_affine_weight_math(s64 this_load, s64 prev_load, s64 task_l
 	this_eff += task_load;
 	if (bias)
 		this_eff *= 100;
-	this_eff *= LAB_SCHED_CAPACITY;
+	this_eff *= prev_capacity;
 
 	prev_eff = prev_load - task_load;
 	if (bias)
 		prev_eff *= 100 + ((s64)imbalance_pct - 100) / 2;
-	prev_eff *= LAB_SCHED_CAPACITY;
+	prev_eff *= this_capacity;
 	if (sync)
 		prev_eff += 1;
 	return this_eff < prev_eff;

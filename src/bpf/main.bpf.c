@@ -221,6 +221,22 @@ static __always_inline bool cpu_offline(s32 cpu)
 	return !rq || READ_ONCE(rq->offline);
 }
 
+/* capacity_of() of @rq's CPU: what update_cpu_capacity() last left of it to the fair class. */
+static __always_inline u32 rq_capacity(const struct lab_rq *rq)
+{
+	u32 cap = READ_ONCE(rq->cpu_capacity);
+
+	return cap ? cap : LAB_SCHED_CAPACITY;
+}
+
+/* arch_scale_cpu_capacity() of @rq's CPU, as update_cpu_capacity() last read it. */
+static __always_inline u32 rq_capacity_orig(const struct lab_rq *rq)
+{
+	u32 cap = READ_ONCE(rq->cpu_capacity_orig);
+
+	return cap ? cap : LAB_SCHED_CAPACITY;
+}
+
 /* @p's per-task context (slot, wakeup facts, load); NULL for a task without a slot (only while
  * the scheduler exits because the pool or memory ran out: see ops.init_task). */
 static __always_inline struct task_ctx *tctx_get(struct task_struct *p)

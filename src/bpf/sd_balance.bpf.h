@@ -81,18 +81,66 @@ static __always_inline u32 lb_group_of(s32 cpu, u32 level, u32 *start, u32 *size
 	return topo.lvl_flags[below];
 }
 
-/* update_sg_lb_stats()'s reads of one CPU: its queue counts (rq->nr_running counts the higher
- * class's task of a taken CPU too), load, utilisation and runnable averages, and idle_cpu(). */
+/*
+ * Mirrors update_cpu_capacity() for @cpu at @now: scale_rt_capacity() of the kernel's own averages
+ * of the RT and deadline classes' running time and of IRQ and steal time (rq->avg_rt, avg_dl,
+ * avg_irq: the sched_ext tick keeps them current through update_other_load_avgs()) against
+ * arch_scale_cpu_capacity() (scx_bpf_cpuperf_cap()). The IRQ part counts with NONTASK_CAPACITY
+ * only (the kernel's NO_NONTASK_CAPACITY stops feeding avg_irq, which then decays to 0), and only
+ * on kernels that keep it (IRQ or paravirt time accounting). The next update is due after the
+ * CPU's lowest balance interval, as update_group_capacity() sets sgc->next_update.
+ *
+ * Differs: the kernel updates a CPU's capacity from that CPU's own balance at its lowest level
+ * (or the idle balancer's on its behalf); the lab's ticks do not run on a CPU that a higher class
+ * holds, so whichever balance reads a CPU whose capacity is due updates it (lb_cpu_read()). No
+ * hardware or cpufreq pressure (get_actual_cpu_capacity()). A global subprogram: the walks' loops
+ * call it without growing.
+ */
+struct rq___avg_irq {
+	struct sched_avg avg_irq;
+} __attribute__((preserve_access_index));
+
+__noinline int lab_update_cpu_capacity(s32 cpu, u64 now)
+{
+	u32 c = cpu & (LAB_MAX_CPUS - 1), ms = lab_cpus[c].sd[0].balance_interval;
+	struct lab_rq *rq = rq_get(cpu);
+	struct rq *krq = krq_of(cpu);
+	u64 max, irq = 0, cap;
+
+	if (!rq || !krq)
+		return 0;
+	if (!ms)
+		ms = topo.lvl_size[0][c];
+	WRITE_ONCE(rq->capacity_next, now + (ms ? ms : 1) * 1000000ULL);
+	max = scx_bpf_cpuperf_cap(cpu);
+	if (bpf_core_field_exists(((struct rq___avg_irq *)krq)->avg_irq) &&
+	    sched_feat(params_get(), NONTASK_CAPACITY))
+		irq = READ_ONCE(((struct rq___avg_irq *)krq)->avg_irq.util_avg);
+	cap = lab_scale_rt_capacity(max, irq, READ_ONCE(krq->avg_rt.util_avg),
+				    READ_ONCE(krq->avg_dl.util_avg));
+	WRITE_ONCE(rq->cpu_capacity_orig, (u32)max);
+	WRITE_ONCE(rq->cpu_capacity, (u32)cap);
+	return 0;
+}
+
+/* update_sg_lb_stats()'s reads of one CPU at @now: its queue counts (rq->nr_running counts the
+ * higher class's task of a taken CPU too), load, utilisation and runnable averages, capacities
+ * (updated first when due) and idle_cpu(). */
 static __always_inline void lb_cpu_read(s32 cpu, const struct cpumask *idle, bool util_est,
-					struct lab_lb_cpu *c)
+					u64 now, struct lab_lb_cpu *c)
 {
 	struct lab_rq *rq = rq_get(cpu);
 	u32 q, d;
 
 	__builtin_memset(c, 0, sizeof(*c));
 	c->capacity = LAB_CAPACITY_SCALE;
+	c->capacity_orig = LAB_CAPACITY_SCALE;
 	if (!rq)
 		return;
+	if ((s64)(now - READ_ONCE(rq->capacity_next)) >= 0)
+		lab_update_cpu_capacity(cpu, now);
+	c->capacity = rq_capacity(rq);
+	c->capacity_orig = rq_capacity_orig(rq);
 	q = READ_ONCE(rq->cfs.nr_queued);
 	d = READ_ONCE(rq->cfs.nr_delayed);
 	c->nr_running = q + (READ_ONCE(rq->released) ? 1 : 0);
@@ -139,10 +187,12 @@ __noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
 	struct lab_lb_scratch *sc = lb_scratch_get();
 	const struct cpumask *idle;
 	bool util_est;
+	u64 now;
 
 	if (!sc)
 		return 0;
 	util_est = sched_feat(params_get(), UTIL_EST);
+	now = scx_bpf_now();
 	lab_sd_lb_init(&sc->sds);
 	WRITE_ONCE(sc->gend, 0);
 	WRITE_ONCE(sc->local, 0);
@@ -158,7 +208,7 @@ __noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
 			lab_sg_init(&sc->cur, gflags, (s32)gstart, gsize);
 		}
 		if (!cpu_offline(c)) {
-			lb_cpu_read(c, idle, util_est, &sc->c);
+			lb_cpu_read(c, idle, util_est, now, &sc->c);
 			sc->c.core_first = !l || lb_core_first(c);
 			lab_sg_add_cpu(&sc->cur, &sc->c);
 		}
@@ -170,25 +220,34 @@ __noinline int lab_update_sd_lb_stats(s32 dst, u32 level, u32 idle_type)
 }
 
 /*
- * Mirrors sched_balance_find_src_rq(): the busiest CPU of the busiest group (positions @start,
- * @size of cpu_order[]) for the verdict's kind of migration, -1 if none; not @dst.
+ * Mirrors sched_balance_find_src_rq() in @dst's domain at @level, state @idle_type: the busiest
+ * CPU of the busiest group (the scratch's) for the verdict's kind of migration, -1 if none; not
+ * @dst.
  */
-__noinline s32 lab_find_src_rq(s32 dst, u32 start, u32 size, u32 type, s64 imbalance)
+__noinline s32 lab_find_src_rq(s32 dst, u32 level, u32 idle_type, u32 type, s64 imbalance)
 {
 	struct lab_lb_verdict v = { .imbalance = imbalance, .migration_type = type };
+	struct lab_lb_scratch *sc = lb_scratch_get();
 	struct lab_src_best b;
 	struct lab_lb_cpu c;
 	bool util_est = sched_feat(params_get(), UTIL_EST);
-	u32 i;
+	u64 now = scx_bpf_now();
+	u32 i, start, size;
+	struct lab_sd sd;
 
+	if (!sc)
+		return -1;
+	start = (u32)sc->sds.busiest.first;
+	size = sc->sds.busiest.size;
+	lb_sd(level, idle_type, &sd);
 	lab_src_best_init(&b);
 	bpf_for(i, 0, size) {
 		s32 cpu = topo.cpu_order[(start + i) & (LAB_MAX_CPUS - 1)];
 
 		if (cpu == dst || cpu_offline(cpu))
 			continue;
-		lb_cpu_read(cpu, NULL, util_est, &c);
-		lab_find_src_rq_cpu(&v, &c, cpu, &b);
+		lb_cpu_read(cpu, NULL, util_est, now, &c);
+		lab_find_src_rq_cpu(&sd, &v, &c, cpu, &b);
 	}
 	return b.cpu;
 }
@@ -321,8 +380,7 @@ __noinline int lab_sched_balance_find(s32 dst, u32 level, u32 idle_type)
 		return 0;
 	lb_sd(l, idle_type, &sc->sd);
 	if (lab_find_src_group(&sc->sd, &sc->sds, &sc->v)) {
-		sc->src = lab_find_src_rq(dst, (u32)sc->sds.busiest.first, sc->sds.busiest.size,
-					  sc->v.migration_type, sc->v.imbalance);
+		sc->src = lab_find_src_rq(dst, l, idle_type, sc->v.migration_type, sc->v.imbalance);
 		if (sc->src >= 0)
 			return LAB_LB_FOUND;
 	}
@@ -344,7 +402,7 @@ __noinline int lab_sched_balance_done(s32 dst, u32 level, u32 idle_type, u32 mov
 	u32 l = level & (LAB_MAX_LEVELS - 1), d = dst & (LAB_MAX_CPUS - 1);
 	struct lab_sd_state *state = &lab_cpus[d].sd[l];
 	struct lab_lb_scratch *sc = lb_scratch_get();
-	struct lab_rq *srq;
+	struct lab_rq *srq, *drq;
 	s32 src;
 
 	if (!sc)
@@ -356,9 +414,11 @@ __noinline int lab_sched_balance_done(s32 dst, u32 level, u32 idle_type, u32 mov
 		lab_count(stats_row(), LAB_ST_LB_FAILED);
 		if (idle_type != LAB_CPU_NEWLY_IDLE)
 			state->nr_balance_failed++;
-		if (lab_need_active_balance(sc->v.migration_type, state->nr_balance_failed,
-					    topo.lvl_cache_nice_tries[l]) &&
-		    src >= 0 && (srq = rq_get(src)) && !READ_ONCE(srq->push_cpu)) {
+		lb_cpu_read(src, NULL, false, scx_bpf_now(), &sc->c);
+		if ((srq = rq_get(src)) && (drq = rq_get(dst)) &&
+		    lab_need_active_balance(&sc->sd, sc->v.migration_type, state->nr_balance_failed,
+					    topo.lvl_cache_nice_tries[l], &sc->c, rq_capacity(drq)) &&
+		    !READ_ONCE(srq->push_cpu)) {
 			WRITE_ONCE(srq->push_cpu, (u32)dst + 1);
 			scx_bpf_kick_cpu(src, SCX_KICK_PREEMPT);
 		}
@@ -642,9 +702,10 @@ static __always_inline u32 llc_nr_busy(s32 cpu)
 
 /*
  * Mirrors nohz_balancer_kick(), from a busy CPU's tick (or the stand-in tick of a CPU that a
- * higher class holds): once nohz.next_balance has passed, with two tasks here or another busy CPU
- * in the LLC, kick the first idle CPU to balance for the idle ones (kick_ilb(): the next kick
- * waits a tick at least); true if it kicked. Differs: the lab sees only its own queues (a CPU is
+ * higher class holds): once nohz.next_balance has passed, with two tasks here, or one on a CPU
+ * whose capacity other classes or IRQs have reduced (check_cpu_capacity() in the lowest domain),
+ * or another busy CPU in the LLC, kick the first idle CPU to balance for the idle ones
+ * (kick_ilb(): the next kick waits a tick at least); true if it kicked. Differs: the lab sees only its own queues (a CPU is
  * busy when it runs ours or a higher class holds it; a task of a higher class counts as one, as
  * in rq->nr_running).
  */
@@ -659,7 +720,10 @@ static bool nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
 		return false;
 	if (nr && (READ_ONCE(rq->offline) || READ_ONCE(rq->released)))
 		nr++;
-	if (nr < 2 && llc_nr_busy(cpu) < 2)
+	if (nr < 2 &&
+	    !(nr && lab_check_cpu_capacity(rq_capacity(rq), rq_capacity_orig(rq),
+					   topo.lvl_imbalance_pct[0])) &&
+	    llc_nr_busy(cpu) < 2)
 		return false;
 	if (__sync_val_compare_and_swap(&nohz_next_balance, next, now + tick_ns) != next)
 		return false;

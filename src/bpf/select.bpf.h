@@ -12,7 +12,8 @@
  *    a CPU whose queue holds only SCHED_IDLE entities counts as idle for a non-SCHED_IDLE wakee
  *    (sched_idle_rq()), but tasks of other classes on it are not seen;
  *  - loads are the lab's PELT (pelt.h: the kernel's arithmetic on the lab's queues; the kernel
- *    keeps none for sched_ext tasks); capacities are taken as equal;
+ *    keeps none for sched_ext tasks); capacities are update_cpu_capacity()'s (sd_balance.bpf.h),
+ *    but no asymmetric-capacity pass (select_idle_capacity()) is made;
  *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no cluster
  *    pass; the LLC's has_idle_cores hint is set from ops.update_idle (a CPU going idle beside
  *    idle siblings), the kernel's from the idle task's set_next_task;
@@ -201,18 +202,21 @@ static __always_inline void init_idle_cpu_scan(void)
 		llc_nr_idle_scan[i & (LAB_MAX_CPUS - 1)] = topo.llc_size[i & (LAB_MAX_CPUS - 1)];
 }
 
-/* Mirrors wake_affine() over the snapshots in @wa (the waker's and the previous CPU); differs:
- * capacities are equal. */
+/* Mirrors wake_affine() over the snapshots in @wa (the waker's and the previous CPU) and the two
+ * CPUs' capacities. */
 static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
 				       struct lab_wake_affine *wa, bool sync,
 				       const struct lab_params *params)
 {
+	struct lab_rq *rq;
 	u32 r;
 
 	/* task_h_load() of the wakee and of the waker (none: a task of another class). */
 	wa->task_load = task_h_load(tc, wa->prev_cpu.load);
 	wa->waker_load = wc ? task_h_load(wc, wa->this_cpu.load) : 0;
 	wa->sync = sync;
+	wa->this_capacity = (rq = rq_get(wa->this_cpu.cpu)) ? rq_capacity(rq) : LAB_SCHED_CAPACITY;
+	wa->prev_capacity = (rq = rq_get(wa->prev_cpu.cpu)) ? rq_capacity(rq) : LAB_SCHED_CAPACITY;
 	wa->wa_idle = sched_feat(params, WA_IDLE);
 	wa->wa_weight = sched_feat(params, WA_WEIGHT);
 	wa->wa_bias = sched_feat(params, WA_BIAS);

@@ -108,7 +108,7 @@ struct lab_wake_affine {
 	s64 waker_load;		/* task_h_load(current) */
 	u8 sync;		/* WF_SYNC and the waker is not exiting */
 	u8 wa_idle, wa_weight, wa_bias;	/* the features */
-	u32 pad;
+	u16 this_capacity, prev_capacity;	/* capacity_of() of the two CPUs */
 };
 
 /*
@@ -143,7 +143,8 @@ LAB_INLINE u32 lab_wake_affine(const struct lab_wake_affine *wa)
 	if (wa->wa_weight &&
 	    wake_affine_weight_math(wa->this_cpu.load, wa->prev_cpu.load, wa->task_load,
 				    wa->waker_load, wa->sync,
-				    lab_domain_imbalance_pct(&wa->this_cpu, &wa->prev_cpu), wa->wa_bias))
+				    lab_domain_imbalance_pct(&wa->this_cpu, &wa->prev_cpu), wa->wa_bias,
+				    wa->this_capacity, wa->prev_capacity))
 		return LAB_WA_WEIGHT_THIS;
 	return LAB_WA_PREV;
 }

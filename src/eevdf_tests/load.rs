@@ -14,33 +14,52 @@ fn wake_wide_needs_many_flips_on_both_sides() {
     }
 }
 
+/// wake_affine_weight() between two CPUs of full capacity.
+fn weight(this: i64, prev: i64, task: i64, waker: i64, sync: bool, pct: u32, bias: bool) -> bool {
+    // SAFETY: plain values.
+    unsafe { host_wake_affine_weight(this, prev, task, waker, sync, pct, bias, 1024, 1024) }
+}
+
 #[test]
 fn wake_affine_weight_is_biased_towards_the_waker() {
+    // Equal loads, task load 100: this = 1000+100 vs prev = 1000-100: prev wins without bias.
+    assert!(!weight(1000, 1000, 100, 0, false, 117, false));
+    // this 1100*100 vs prev 900*108: still prev.
+    assert!(!weight(1000, 1000, 100, 0, false, 117, true));
+    // A lighter waker CPU wins: (800+100)*100 < (1000-100)*108.
+    assert!(weight(800, 1000, 100, 0, false, 117, true));
+    // ... but not without WA_BIAS: 900 vs 900 is a tie, and ties go to prev.
+    assert!(!weight(800, 1000, 100, 0, false, 117, false));
+    // sync: the waker's own load leaves this CPU; a waker heavier than its CPU's load
+    // means this CPU.
+    assert!(weight(500, 1000, 100, 600, true, 117, true));
+    assert!(weight(1000, 1000, 100, 300, true, 117, true));
+    // sync ties are broken towards the waker (prev_eff + 1).
+    assert!(weight(100, 300, 100, 0, true, 100, false));
+}
+
+/// The loads are weighed against the capacities: each side's load times the other CPU's
+/// capacity, so a CPU that RT pressure halved carries its load twice over.
+#[test]
+fn wake_affine_weight_weighs_capacities() {
+    // SAFETY: plain values.
     unsafe {
-        // Equal loads, task load 100: this = 1000+100 vs prev = 1000-100: prev wins without bias.
-        assert!(!host_wake_affine_weight(
-            1000, 1000, 100, 0, false, 117, false
-        ));
-        // this 1100*100 vs prev 900*108: still prev.
-        assert!(!host_wake_affine_weight(
-            1000, 1000, 100, 0, false, 117, true
-        ));
-        // A lighter waker CPU wins: (800+100)*100 < (1000-100)*108.
-        assert!(host_wake_affine_weight(800, 1000, 100, 0, false, 117, true));
-        // ... but not without WA_BIAS: 900 vs 900 is a tie, and ties go to prev.
-        assert!(!host_wake_affine_weight(
-            800, 1000, 100, 0, false, 117, false
-        ));
-        // sync: the waker's own load leaves this CPU; a waker heavier than its CPU's load
-        // means this CPU.
+        // (800+100)*100*1024 vs (1000-100)*108*1024: this CPU, at equal capacities.
         assert!(host_wake_affine_weight(
-            500, 1000, 100, 600, true, 117, true
+            800, 1000, 100, 0, false, 117, true, 1024, 1024
+        ));
+        // The waker's CPU at half capacity: 900*100*1024 vs 900*108*512: prev.
+        assert!(!host_wake_affine_weight(
+            800, 1000, 100, 0, false, 117, true, 512, 1024
+        ));
+        // A waker's CPU that loses at equal capacities (1100*100 vs 900*108) wins against a
+        // previous CPU at half capacity: 1100*100*512 < 900*108*1024.
+        assert!(!host_wake_affine_weight(
+            1000, 1000, 100, 0, false, 117, true, 1024, 1024
         ));
         assert!(host_wake_affine_weight(
-            1000, 1000, 100, 300, true, 117, true
+            1000, 1000, 100, 0, false, 117, true, 1024, 512
         ));
-        // sync ties are broken towards the waker (prev_eff + 1).
-        assert!(host_wake_affine_weight(100, 300, 100, 0, true, 100, false));
     }
 }
 
