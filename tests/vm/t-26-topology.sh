@@ -22,9 +22,9 @@ hog() { taskset -c "$1" sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!; }
 # the idle core, not to CPU 0's sibling; with a hog on CPU 2 both cores have one idle CPU and the
 # busier one loses: the child stays on core 0 (on CPU 1 at the SMT level, or on CPU 0 when CPU 1
 # is not idle at that moment: the kernel's own runs show both).
-kfork=$(fork_probes 5 0 0-7)
+kfork=$(fork_probes 9 0 0-7)
 h2=$(hog 2)
-kfork2=$(fork_probes 5 0 0-7)
+kfork2=$(fork_probes 9 0 0-7)
 kill $h2
 note "kernel: forks from CPU 0 started on CPUs $kfork; with a hog on CPU 2, on $kfork2"
 
@@ -42,14 +42,14 @@ note "ok: $(grep -o 'topology: .*' $LAB_LOG)"
 kill $h0
 sleep 1
 b=$(counters select_fork fork_idlest)
-fork=$(fork_probes 5 0 0-7)
+fork=$(fork_probes 9 0 0-7)
 h2=$(hog 2)
-fork2=$(fork_probes 5 0 0-7)
+fork2=$(fork_probes 9 0 0-7)
 kill $h2
 a=$(counters select_fork fork_idlest)
 note "lab: forks from CPU 0 started on CPUs $fork; with a hog on CPU 2, on $fork2 ($(delta "$b" "$a" 1) forks placed, $(delta "$b" "$a" 2) levels took the idlest group)"
-check "lab: most forks from CPU 0 start on the idle core (CPUs 2, 3)" [ "$(count_in "$fork" 2 3)" -ge 3 ]
-check "lab: with a hog on CPU 2, most start on core 0 (CPUs 0, 1)" [ "$(count_in "$fork2" 0 1)" -ge 3 ]
+check "lab: most forks from CPU 0 start on the idle core (CPUs 2, 3)" [ "$(count_in "$fork" 2 3)" -ge 5 ]
+check "lab: with a hog on CPU 2, most start on core 0 (CPUs 0, 1)" [ "$(count_in "$fork2" 0 1)" -ge 5 ]
 check "lab: the forks' descent took idlest groups" [ "$(delta "$b" "$a" 2)" -gt 0 ]
 h0=$(hog 0)
 F="sis_idle_core sis_smt idle_core_set sis_idle_core_none"
