@@ -199,7 +199,7 @@ pub struct Metrics {
     pub migrations: u64,
     #[stat(desc = "newidle balance attempts (nothing to run at dispatch)")]
     pub newidle: u64,
-    #[stat(desc = "newidle balances skipped by NI_RANDOM")]
+    #[stat(desc = "domain levels that newidle balances skipped by NI_RANDOM")]
     pub newidle_gated: u64,
     #[stat(desc = "newidle balances that returned at once: no queue had a task waiting")]
     pub newidle_idle: u64,

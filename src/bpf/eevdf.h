@@ -27,7 +27,6 @@ struct lab_rq {
 	struct bpf_spin_lock lock;
 	u32 kicked;		/* a reschedule we asked for is pending (need_resched) */
 	struct lab_cfs cfs;
-	struct lab_newidle ni;
 	u32 nr_balance_failed;	/* periodic pulls refused in a row (hot or ineligible tasks) */
 	/* The pick inserted into the CPU's local DSQ that has not started running yet (0: none):
 	 * the CPU runs it next, so nothing else may be inserted meanwhile. */

@@ -172,7 +172,7 @@ enum lab_stat {
 	/* balancing */
 	LAB_ST_MIGRATE,			/* entities that changed queue */
 	LAB_ST_NEWIDLE,			/* newidle balance attempts (nothing to run at dispatch) */
-	LAB_ST_NEWIDLE_GATED,		/* ... skipped by NI_RANDOM */
+	LAB_ST_NEWIDLE_GATED,		/* ... domain levels they skipped by NI_RANDOM */
 	LAB_ST_NEWIDLE_IDLE,		/* ... that returned at once: no queue was overloaded */
 	LAB_ST_NEWIDLE_SHORT,		/* ... skipped: idle periods shorter than the newidle cost */
 	LAB_ST_PULL_NEWIDLE,		/* tasks pulled by a newidle balance */

@@ -158,6 +158,7 @@ struct lab_sd_state {
 	u32 nr_balance_failed;
 	u64 max_newidle_lb_cost;	/* ns: the longest newidle balance here, decaying */
 	u64 last_decay_max_lb_cost;	/* ns */
+	struct lab_newidle ni;	/* newidle_call, newidle_success, newidle_ratio, newidle_stamp */
 };
 
 struct lab_cpu {
@@ -845,6 +846,7 @@ bool BPF_STRUCT_OPS(lab_yield, struct task_struct *from, struct task_struct *to)
 s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 {
 	s32 cpu, nr = scx_bpf_nr_cpu_ids();
+	u32 l;
 
 	/* The pool's first slots (the rest comes as tasks need it: slot_claim()). */
 	lab_pool = bpf_arena_alloc_pages(&lab_arena, (void __lab_arena *)LAB_ARENA_BASE, 1,
@@ -865,7 +867,9 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(lab_init)
 		rq->cfs.cpu = cpu;
 		rq->cpu = cpu;
 		rq->perf_target = LAB_SCHED_CAPACITY;
-		newidle_init(&rq->ni, bpf_ktime_get_ns());
+		bpf_for(l, 0, LAB_MAX_LEVELS)
+			newidle_init(&lab_cpus[cpu & (LAB_MAX_CPUS - 1)].sd[l & (LAB_MAX_LEVELS - 1)].ni,
+				     bpf_ktime_get_ns());
 		if (hrtick_init(cpu))
 			break;
 	}

@@ -444,9 +444,11 @@ static __always_inline void idle_cost_init(struct lab_cpu *pc, u64 migration_cos
  * CPU_NEWLY_IDLE state (one task at most) while the time spent so far plus the level's
  * max_newidle_lb_cost stays within avg_idle, and the first level that pulls ends the walk. Each
  * level's cost (ns of this program) feeds its max_newidle_lb_cost. Pulled tasks join @cpu's
- * queue; returns whether one did. Differs: NI_RANDOM and NI_RATE decide once for the whole walk
- * from the CPU's own success ratio (the kernel keeps one per domain), and the costs are the BPF
- * scheduler's, not fair.c's. Not inlined: ops.dispatch calls it from two places.
+ * queue; returns whether one did. With NI_RANDOM a level whose newidle balances seldom pull is
+ * skipped at random (the chance follows its success ratio); each level visited counts a call,
+ * and a success when it pulled (update_newidle_stats(), with NI_RATE's allowance for rare
+ * calls). Differs: the costs are the BPF scheduler's, not fair.c's. Not inlined: ops.dispatch
+ * calls it from two places.
  */
 static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 {
@@ -455,7 +457,7 @@ static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 	const struct lab_params *params = params_get();
 	u32 nr = topo.nr_levels, l;
 	struct lab_lb_scratch *sc;
-	bool run, moved = false;
+	bool ni_random, ni_rate, moved = false;
 
 	lab_count(st, LAB_ST_NEWIDLE);
 	/* sched_balance_newidle() returns at once when the root domain is not overloaded. */
@@ -470,19 +472,19 @@ static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 	}
 	now = scx_bpf_now();
 	lab_update_blocked(cpu, now);
-	if (!rq->ni.stamp)
-		newidle_init(&rq->ni, now);
-	run = newidle_should_run(&rq->ni, bpf_get_prandom_u32(), sched_feat(params, NI_RANDOM));
-	if (!run) {
-		lab_count(st, LAB_ST_NEWIDLE_GATED);
-		goto out;
-	}
+	ni_random = sched_feat(params, NI_RANDOM);
+	ni_rate = sched_feat(params, NI_RATE);
 	t0 = bpf_ktime_get_ns();
 	bpf_for(l, 0, nr) {
 		struct lab_sd_state *state = &pc->sd[l & (LAB_MAX_LEVELS - 1)];
 
 		if (pc->avg_idle < curr_cost + state->max_newidle_lb_cost)
 			break;
+		if (!newidle_should_run(&state->ni, bpf_get_prandom_u32(), ni_random)) {
+			lab_count(st, LAB_ST_NEWIDLE_GATED);
+			newidle_account(&state->ni, false, false, now, ni_random, ni_rate);
+			continue;
+		}
 		if (lab_sched_balance_find(cpu, l, LAB_CPU_NEWLY_IDLE) == LAB_LB_FOUND &&
 		    (sc = lb_scratch_get())) {
 			moved = lb_detach_tasks(cpu, sc->src, l, LAB_CPU_NEWLY_IDLE,
@@ -496,6 +498,7 @@ static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 		t0 = t1;
 		lab_update_newidle_cost(&state->max_newidle_lb_cost, &state->last_decay_max_lb_cost,
 					cost, now);
+		newidle_account(&state->ni, true, moved, now, ni_random, ni_rate);
 		if (moved)
 			break;
 	}
@@ -503,9 +506,6 @@ static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 		pc->max_idle_balance_cost = curr_cost;
 	if (moved)
 		lab_count(st, LAB_ST_PULL_NEWIDLE);
-out:
-	newidle_account(&rq->ni, run, moved, now, sched_feat(params, NI_RANDOM),
-			sched_feat(params, NI_RATE));
 	return moved;
 }
 
