@@ -297,8 +297,8 @@ fn busiest_cpu_of_the_group() {
 }
 
 /// update_cpu_capacity()'s scale_rt_capacity(): RT and deadline time come off the top, IRQ time
-/// scales what is left, and a CPU they fill keeps a capacity of 1; check_cpu_capacity() against
-/// the domain's imbalance_pct.
+/// scales what is left, and a CPU they fill keeps a capacity of 1; the hardware or cpufreq
+/// pressure comes off first; check_cpu_capacity() against the domain's imbalance_pct.
 #[test]
 fn capacity_less_other_classes_and_irqs() {
     // SAFETY: plain values.
@@ -313,6 +313,19 @@ fn capacity_less_other_classes_and_irqs() {
         assert_eq!(host_scale_rt_capacity(446, 0, 100, 0), 346);
         // (1024 - 1023) * 1 / 1024 rounds to 0: still 1.
         assert_eq!(host_scale_rt_capacity(1024, 1023, 1023, 0), 1);
+        // get_actual_cpu_capacity(): the larger of the two pressures comes off.
+        assert_eq!(host_actual_cpu_capacity(1024, 0, 0), 1024);
+        assert_eq!(host_actual_cpu_capacity(1024, 100, 300), 724);
+        assert_eq!(host_actual_cpu_capacity(1024, 300, 100), 724);
+        assert_eq!(host_actual_cpu_capacity(1024, 2000, 0), 0);
+        assert_eq!(
+            host_scale_rt_capacity(host_actual_cpu_capacity(1024, 0, 0), 0, 0, 0),
+            1024
+        );
+        assert_eq!(
+            host_scale_rt_capacity(host_actual_cpu_capacity(1024, 2000, 0), 0, 0, 0),
+            1
+        );
         assert!(!host_check_cpu_capacity(1024, 1024, 117));
         assert!(!host_check_cpu_capacity(876, 1024, 117)); // 102492 >= 102400
         assert!(host_check_cpu_capacity(875, 1024, 117));

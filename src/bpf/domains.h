@@ -41,6 +41,18 @@
 #define LAB_MIGRATE_TASK	2
 
 /*
+ * get_actual_cpu_capacity(): a CPU's capacity @max (arch_scale_cpu_capacity()) less the larger of
+ * its hardware pressure (@hw: rq->avg_hw, the thermal cap's average) and its cpufreq pressure
+ * (@cpufreq: a policy's frequency cap).
+ */
+LAB_INLINE u64 lab_actual_cpu_capacity(u64 max, u64 hw, u64 cpufreq)
+{
+	u64 pressure = hw > cpufreq ? hw : cpufreq;
+
+	return pressure < max ? max - pressure : 0;
+}
+
+/*
  * scale_rt_capacity(): what is left for the fair class of a CPU whose capacity is @max
  * (get_actual_cpu_capacity()) once the RT and deadline classes' utilisation (@rt, @dl: PELT
  * averages of their running time) is taken out, scaled down by the share IRQs and steal take

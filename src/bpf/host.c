@@ -305,6 +305,10 @@ bool host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32
 {
 	return lab_need_active_balance(sd, type, failed, cache_nice_tries, src, dst_capacity);
 }
+u64 host_actual_cpu_capacity(u64 max, u64 hw, u64 cpufreq)
+{
+	return lab_actual_cpu_capacity(max, hw, cpufreq);
+}
 u64 host_scale_rt_capacity(u64 max, u64 irq, u64 rt, u64 dl)
 {
 	return lab_scale_rt_capacity(max, irq, rt, dl);

@@ -85,40 +85,54 @@ static __always_inline u32 lb_group_of(s32 cpu, u32 level, u32 *start, u32 *size
  * Mirrors update_cpu_capacity() for @cpu at @now: scale_rt_capacity() of the kernel's own averages
  * of the RT and deadline classes' running time and of IRQ and steal time (rq->avg_rt, avg_dl,
  * avg_irq: the sched_ext tick keeps them current through update_other_load_avgs()) against
- * arch_scale_cpu_capacity() (scx_bpf_cpuperf_cap()). The IRQ part counts with NONTASK_CAPACITY
- * only (the kernel's NO_NONTASK_CAPACITY stops feeding avg_irq, which then decays to 0), and only
- * on kernels that keep it (IRQ or paravirt time accounting). The next update is due after the
- * CPU's lowest balance interval, as update_group_capacity() sets sgc->next_update.
+ * get_actual_cpu_capacity(): arch_scale_cpu_capacity() (scx_bpf_cpuperf_cap()) less the larger
+ * of the hardware pressure's average (rq->avg_hw) and the cpufreq pressure (the per-CPU
+ * cpufreq_pressure). The IRQ part counts with NONTASK_CAPACITY only (the kernel's
+ * NO_NONTASK_CAPACITY stops feeding avg_irq, which then decays to 0); each signal is read only on
+ * kernels that keep it (IRQ or paravirt time accounting, SCHED_HW_PRESSURE, CPU_FREQ). The next
+ * update is due after the CPU's lowest balance interval, as update_group_capacity() sets
+ * sgc->next_update.
  *
  * Differs: the kernel updates a CPU's capacity from that CPU's own balance at its lowest level
  * (or the idle balancer's on its behalf); the lab's ticks do not run on a CPU that a higher class
- * holds, so whichever balance reads a CPU whose capacity is due updates it (lb_cpu_read()). No
- * hardware or cpufreq pressure (get_actual_cpu_capacity()). A global subprogram: the walks' loops
- * call it without growing.
+ * holds, so whichever balance reads a CPU whose capacity is due updates it (lb_cpu_read()). A
+ * global subprogram: the walks' loops call it without growing.
  */
 struct rq___avg_irq {
 	struct sched_avg avg_irq;
 } __attribute__((preserve_access_index));
+
+struct rq___avg_hw {
+	struct sched_avg avg_hw;
+} __attribute__((preserve_access_index));
+
+extern const unsigned long cpufreq_pressure __ksym __weak;
 
 __noinline int lab_update_cpu_capacity(s32 cpu, u64 now)
 {
 	u32 c = cpu & (LAB_MAX_CPUS - 1), ms = lab_cpus[c].sd[0].balance_interval;
 	struct lab_rq *rq = rq_get(cpu);
 	struct rq *krq = krq_of(cpu);
-	u64 max, irq = 0, cap;
+	u64 orig, max, hw = 0, freq = 0, irq = 0, cap;
+	const unsigned long *fp;
 
 	if (!rq || !krq)
 		return 0;
 	if (!ms)
 		ms = topo.lvl_size[0][c];
 	WRITE_ONCE(rq->capacity_next, now + (ms ? ms : 1) * 1000000ULL);
-	max = scx_bpf_cpuperf_cap(cpu);
+	orig = scx_bpf_cpuperf_cap(cpu);
+	if (bpf_core_field_exists(((struct rq___avg_hw *)krq)->avg_hw))
+		hw = READ_ONCE(((struct rq___avg_hw *)krq)->avg_hw.load_avg);
+	if (bpf_ksym_exists(&cpufreq_pressure) && (fp = bpf_per_cpu_ptr(&cpufreq_pressure, cpu)))
+		freq = READ_ONCE(*fp);
+	max = lab_actual_cpu_capacity(orig, hw, freq);
 	if (bpf_core_field_exists(((struct rq___avg_irq *)krq)->avg_irq) &&
 	    sched_feat(params_get(), NONTASK_CAPACITY))
 		irq = READ_ONCE(((struct rq___avg_irq *)krq)->avg_irq.util_avg);
 	cap = lab_scale_rt_capacity(max, irq, READ_ONCE(krq->avg_rt.util_avg),
 				    READ_ONCE(krq->avg_dl.util_avg));
-	WRITE_ONCE(rq->cpu_capacity_orig, (u32)max);
+	WRITE_ONCE(rq->cpu_capacity_orig, (u32)orig);
 	WRITE_ONCE(rq->cpu_capacity, (u32)cap);
 	return 0;
 }
