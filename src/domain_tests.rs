@@ -347,68 +347,43 @@ fn detach_rules_and_intervals() {
         let full = first(busy(1024));
         let busy_mc = sd(MC, LAB_CPU_NOT_IDLE);
         let idle_mc = sd(MC, LAB_CPU_IDLE);
-        assert!(!host_need_active_balance(
-            &busy_mc,
-            LAB_MIGRATE_TASK,
-            3,
-            1,
-            &full,
-            1024
-        ));
-        assert!(host_need_active_balance(
-            &busy_mc,
-            LAB_MIGRATE_TASK,
-            4,
-            1,
-            &full,
-            1024
-        ));
-        assert!(!host_need_active_balance(
-            &busy_mc,
-            LAB_MIGRATE_LOAD,
-            9,
-            1,
-            &full,
-            1024
-        ));
+        let active = |d: &lab_sd, t: u32, failed: u32, src: &lab_lb_cpu, dst: u64| {
+            host_need_active_balance(d, t, failed, 1, src, dst)
+        };
+        assert_eq!(
+            active(&busy_mc, LAB_MIGRATE_TASK, 3, &full, 1024),
+            LAB_ACTIVE_NONE
+        );
+        assert_eq!(
+            active(&busy_mc, LAB_MIGRATE_TASK, 4, &full, 1024),
+            LAB_ACTIVE_IMBALANCED
+        );
+        assert_eq!(
+            active(&busy_mc, LAB_MIGRATE_LOAD, 9, &full, 1024),
+            LAB_ACTIVE_NONE
+        );
         // A lone task on a CPU that RT pressure took down to 400: an idle puller of full
         // capacity moves it at once; a busy one, or a puller hardly bigger, does not.
         let squeezed = lab_lb_cpu {
             capacity: 400,
             ..full
         };
-        assert!(host_need_active_balance(
-            &idle_mc,
-            LAB_MIGRATE_LOAD,
-            0,
-            1,
-            &squeezed,
-            1024
-        ));
-        assert!(!host_need_active_balance(
-            &busy_mc,
-            LAB_MIGRATE_LOAD,
-            0,
-            1,
-            &squeezed,
-            1024
-        ));
-        assert!(!host_need_active_balance(
-            &idle_mc,
-            LAB_MIGRATE_LOAD,
-            0,
-            1,
-            &squeezed,
-            450
-        ));
-        assert!(!host_need_active_balance(
-            &idle_mc,
-            LAB_MIGRATE_LOAD,
-            0,
-            1,
-            &full,
-            1024
-        ));
+        assert_eq!(
+            active(&idle_mc, LAB_MIGRATE_LOAD, 0, &squeezed, 1024),
+            LAB_ACTIVE_CAPACITY
+        );
+        assert_eq!(
+            active(&busy_mc, LAB_MIGRATE_LOAD, 0, &squeezed, 1024),
+            LAB_ACTIVE_NONE
+        );
+        assert_eq!(
+            active(&idle_mc, LAB_MIGRATE_LOAD, 0, &squeezed, 450),
+            LAB_ACTIVE_NONE
+        );
+        assert_eq!(
+            active(&idle_mc, LAB_MIGRATE_LOAD, 0, &full, 1024),
+            LAB_ACTIVE_NONE
+        );
         assert_eq!(host_adjust_numa_imbalance(2, 1, 2), 0);
         assert_eq!(host_adjust_numa_imbalance(3, 1, 2), 3);
         assert_eq!(host_adjust_numa_imbalance(2, 3, 2), 2);

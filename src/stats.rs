@@ -225,6 +225,12 @@ pub struct Metrics {
     pub lb_active: u64,
     #[stat(desc = "balance passes that found an imbalance and moved nothing")]
     pub lb_failed: u64,
+    #[stat(desc = "active balances asked for a lone task on a CPU of reduced capacity")]
+    pub lb_active_capacity: u64,
+    #[stat(desc = "nohz kicks for a lone task on a CPU of reduced capacity")]
+    pub nohz_kick_capacity: u64,
+    #[stat(desc = "CPU capacities updated (update_cpu_capacity())")]
+    pub capacity_update: u64,
     #[stat(desc = "idle balances run by a kicked CPU for the idle CPUs")]
     pub nohz_balance: u64,
     #[stat(desc = "CPUs taken by a higher class (RT, deadline): ops.cpu_release")]
@@ -414,6 +420,9 @@ pub const COUNTERS: &[&str] = &[
     "lb_numa",
     "lb_active",
     "lb_failed",
+    "lb_active_capacity",
+    "nohz_kick_capacity",
+    "capacity_update",
     "nohz_balance",
     "cpu_release",
     "release_kick",
@@ -608,8 +617,16 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "domains pulled: SMT {} MC {} PKG {} NUMA {} | active {} | failed passes {}",
-            self.lb_smt, self.lb_mc, self.lb_pkg, self.lb_numa, self.lb_active, self.lb_failed
+            "domains pulled: SMT {} MC {} PKG {} NUMA {} | active {} (asked for capacity {}) | failed passes {} | capacities updated {} (nohz kicks for them {})",
+            self.lb_smt,
+            self.lb_mc,
+            self.lb_pkg,
+            self.lb_numa,
+            self.lb_active,
+            self.lb_active_capacity,
+            self.lb_failed,
+            self.capacity_update,
+            self.nohz_kick_capacity
         )?;
         writeln!(
             w,

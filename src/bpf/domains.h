@@ -486,17 +486,23 @@ LAB_INLINE bool lab_detach_fits(u32 migration_type, s64 amount, u32 nr_balance_f
  * failed cache_nice_tries + 3 times in a row (imbalanced_active_balance()), or an idle puller
  * (@dst_capacity) beside a source running one task of ours (@src) whose capacity other classes
  * or IRQs have eaten into (check_cpu_capacity()) and that this CPU has noticeably more of, move
- * the source's running task.
+ * the source's running task. Returns why (LAB_ACTIVE_*), LAB_ACTIVE_NONE for no.
  */
-LAB_INLINE bool lab_need_active_balance(const struct lab_sd *sd, u32 migration_type,
-					u32 nr_balance_failed, u32 cache_nice_tries,
-					const struct lab_lb_cpu *src, u64 dst_capacity)
+#define LAB_ACTIVE_NONE		0
+#define LAB_ACTIVE_IMBALANCED	1	/* imbalanced_active_balance() */
+#define LAB_ACTIVE_CAPACITY	2	/* the source's capacity is reduced */
+
+LAB_INLINE u32 lab_need_active_balance(const struct lab_sd *sd, u32 migration_type,
+				       u32 nr_balance_failed, u32 cache_nice_tries,
+				       const struct lab_lb_cpu *src, u64 dst_capacity)
 {
 	if (migration_type == LAB_MIGRATE_TASK && nr_balance_failed > cache_nice_tries + 2)
-		return true;
-	return sd->idle != LAB_CPU_NOT_IDLE && src->h_nr_runnable == 1 &&
-	       lab_check_cpu_capacity(src->capacity, src->capacity_orig, sd->imbalance_pct) &&
-	       src->capacity * sd->imbalance_pct < dst_capacity * 100;
+		return LAB_ACTIVE_IMBALANCED;
+	if (sd->idle != LAB_CPU_NOT_IDLE && src->h_nr_runnable == 1 &&
+	    lab_check_cpu_capacity(src->capacity, src->capacity_orig, sd->imbalance_pct) &&
+	    src->capacity * sd->imbalance_pct < dst_capacity * 100)
+		return LAB_ACTIVE_CAPACITY;
+	return LAB_ACTIVE_NONE;
 }
 
 /* get_sd_balance_interval(), in ms: the domain's interval, times busy_factor on a busy CPU less

@@ -300,8 +300,8 @@ bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_m
 {
 	return lab_detach_fits(type, amount, failed, imbalance, lb_min);
 }
-bool host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32 cache_nice_tries,
-			      const struct lab_lb_cpu *src, u64 dst_capacity)
+u32 host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32 cache_nice_tries,
+			     const struct lab_lb_cpu *src, u64 dst_capacity)
 {
 	return lab_need_active_balance(sd, type, failed, cache_nice_tries, src, dst_capacity);
 }

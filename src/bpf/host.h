@@ -107,8 +107,8 @@ bool host_find_src_group(const struct lab_sd *sd, struct lab_sd_lb *sds, struct 
 s32 host_find_src_rq(const struct lab_sd *sd, const struct lab_lb_verdict *v,
 		     const struct lab_lb_cpu *cpus, u32 first, u32 n);
 bool host_detach_fits(u32 type, s64 amount, u32 failed, s64 imbalance, bool lb_min);
-bool host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32 cache_nice_tries,
-			      const struct lab_lb_cpu *src, u64 dst_capacity);
+u32 host_need_active_balance(const struct lab_sd *sd, u32 type, u32 failed, u32 cache_nice_tries,
+			     const struct lab_lb_cpu *src, u64 dst_capacity);
 u64 host_actual_cpu_capacity(u64 max, u64 hw, u64 cpufreq);
 u64 host_scale_rt_capacity(u64 max, u64 irq, u64 rt, u64 dl);
 bool host_check_cpu_capacity(u64 capacity, u64 capacity_orig, u32 imbalance_pct);

@@ -184,6 +184,10 @@ enum lab_stat {
 	LAB_ST_LB_NUMA,			/* ... of a NUMA domain */
 	LAB_ST_LB_ACTIVE,		/* running tasks pushed to an idle CPU (active balance) */
 	LAB_ST_LB_FAILED,		/* balance passes that found an imbalance and moved nothing */
+	LAB_ST_LB_ACTIVE_CAPACITY,	/* active balances asked for a lone task on a CPU of reduced
+					 * capacity (need_active_balance()) */
+	LAB_ST_NOHZ_KICK_CAPACITY,	/* nohz kicks for a lone task on a CPU of reduced capacity */
+	LAB_ST_CAPACITY_UPDATE,		/* CPU capacities updated (update_cpu_capacity()) */
 	LAB_ST_NOHZ_BALANCE,		/* idle balances run by a kicked CPU for the idle CPUs */
 	LAB_ST_CPU_RELEASE,		/* CPUs taken by a higher class (ops.cpu_release) */
 	LAB_ST_RELEASE_KICK,		/* idle CPUs kicked for a CPU a higher class kept a tick */

@@ -134,6 +134,7 @@ __noinline int lab_update_cpu_capacity(s32 cpu, u64 now)
 				    READ_ONCE(krq->avg_dl.util_avg));
 	WRITE_ONCE(rq->cpu_capacity_orig, (u32)orig);
 	WRITE_ONCE(rq->cpu_capacity, (u32)cap);
+	stat_inc(LAB_ST_CAPACITY_UPDATE);
 	return 0;
 }
 
@@ -417,6 +418,7 @@ __noinline int lab_sched_balance_done(s32 dst, u32 level, u32 idle_type, u32 mov
 	struct lab_sd_state *state = &lab_cpus[d].sd[l];
 	struct lab_lb_scratch *sc = lb_scratch_get();
 	struct lab_rq *srq, *drq;
+	u32 why = LAB_ACTIVE_NONE;
 	s32 src;
 
 	if (!sc)
@@ -429,12 +431,16 @@ __noinline int lab_sched_balance_done(s32 dst, u32 level, u32 idle_type, u32 mov
 		if (idle_type != LAB_CPU_NEWLY_IDLE)
 			state->nr_balance_failed++;
 		lb_cpu_read(src, NULL, false, scx_bpf_now(), &sc->c);
-		if ((srq = rq_get(src)) && (drq = rq_get(dst)) &&
-		    lab_need_active_balance(&sc->sd, sc->v.migration_type, state->nr_balance_failed,
-					    topo.lvl_cache_nice_tries[l], &sc->c, rq_capacity(drq)) &&
-		    !READ_ONCE(srq->push_cpu)) {
+		if ((srq = rq_get(src)) && (drq = rq_get(dst)))
+			why = lab_need_active_balance(&sc->sd, sc->v.migration_type,
+						      state->nr_balance_failed,
+						      topo.lvl_cache_nice_tries[l], &sc->c,
+						      rq_capacity(drq));
+		if (why != LAB_ACTIVE_NONE && srq && !READ_ONCE(srq->push_cpu)) {
 			WRITE_ONCE(srq->push_cpu, (u32)dst + 1);
 			scx_bpf_kick_cpu(src, SCX_KICK_PREEMPT);
+			if (why == LAB_ACTIVE_CAPACITY)
+				lab_count(stats_row(), LAB_ST_LB_ACTIVE_CAPACITY);
 		}
 	}
 	state->balance_interval = topo.lvl_size[l][d];
@@ -728,16 +734,16 @@ static bool nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
 	u64 next = READ_ONCE(nohz_next_balance);
 	u32 nr = rq_runnable(rq);
 	struct lab_rq *irq;
+	bool reduced;
 	s32 ilb;
 
 	if ((s64)(now - next) < 0)
 		return false;
 	if (nr && (READ_ONCE(rq->offline) || READ_ONCE(rq->released)))
 		nr++;
-	if (nr < 2 &&
-	    !(nr && lab_check_cpu_capacity(rq_capacity(rq), rq_capacity_orig(rq),
-					   topo.lvl_imbalance_pct[0])) &&
-	    llc_nr_busy(cpu) < 2)
+	reduced = nr == 1 && lab_check_cpu_capacity(rq_capacity(rq), rq_capacity_orig(rq),
+						    topo.lvl_imbalance_pct[0]);
+	if (nr < 2 && !reduced && llc_nr_busy(cpu) < 2)
 		return false;
 	if (__sync_val_compare_and_swap(&nohz_next_balance, next, now + tick_ns) != next)
 		return false;
@@ -746,6 +752,8 @@ static bool nohz_balancer_kick(s32 cpu, struct lab_rq *rq, u64 now, u64 *st)
 		return false;
 	WRITE_ONCE(irq->nohz_ilb, 1);
 	lab_count(st, LAB_ST_NOHZ_KICK);
+	if (reduced)
+		lab_count(st, LAB_ST_NOHZ_KICK_CAPACITY);
 	scx_bpf_kick_cpu(ilb, SCX_KICK_IDLE);
 	return true;
 }
