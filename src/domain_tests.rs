@@ -347,43 +347,34 @@ fn detach_rules_and_intervals() {
         let full = first(busy(1024));
         let busy_mc = sd(MC, LAB_CPU_NOT_IDLE);
         let idle_mc = sd(MC, LAB_CPU_IDLE);
-        let active = |d: &lab_sd, t: u32, failed: u32, src: &lab_lb_cpu, dst: u64| {
-            host_need_active_balance(d, t, failed, 1, src, dst)
-        };
-        assert_eq!(
-            active(&busy_mc, LAB_MIGRATE_TASK, 3, &full, 1024),
-            LAB_ACTIVE_NONE
-        );
-        assert_eq!(
-            active(&busy_mc, LAB_MIGRATE_TASK, 4, &full, 1024),
-            LAB_ACTIVE_IMBALANCED
-        );
-        assert_eq!(
-            active(&busy_mc, LAB_MIGRATE_LOAD, 9, &full, 1024),
-            LAB_ACTIVE_NONE
-        );
         // A lone task on a CPU that RT pressure took down to 400: an idle puller of full
         // capacity moves it at once; a busy one, or a puller hardly bigger, does not.
         let squeezed = lab_lb_cpu {
             capacity: 400,
             ..full
         };
-        assert_eq!(
-            active(&idle_mc, LAB_MIGRATE_LOAD, 0, &squeezed, 1024),
-            LAB_ACTIVE_CAPACITY
-        );
-        assert_eq!(
-            active(&busy_mc, LAB_MIGRATE_LOAD, 0, &squeezed, 1024),
-            LAB_ACTIVE_NONE
-        );
-        assert_eq!(
-            active(&idle_mc, LAB_MIGRATE_LOAD, 0, &squeezed, 450),
-            LAB_ACTIVE_NONE
-        );
-        assert_eq!(
-            active(&idle_mc, LAB_MIGRATE_LOAD, 0, &full, 1024),
-            LAB_ACTIVE_NONE
-        );
+        let (by, il, sq) = (&busy_mc, &idle_mc, &squeezed);
+        let (task, load) = (LAB_MIGRATE_TASK, LAB_MIGRATE_LOAD);
+        let (none, imbalanced, capacity) =
+            (LAB_ACTIVE_NONE, LAB_ACTIVE_IMBALANCED, LAB_ACTIVE_CAPACITY);
+        // (domain: by busy or il idle puller, migration type, failed balances, source, puller's
+        // capacity, verdict)
+        let cases = [
+            (by, task, 3, &full, 1024, none),
+            (by, task, 4, &full, 1024, imbalanced),
+            (by, load, 9, &full, 1024, none),
+            (il, load, 0, sq, 1024, capacity),
+            (by, load, 0, sq, 1024, none),
+            (il, load, 0, sq, 450, none),
+            (il, load, 0, &full, 1024, none),
+        ];
+        for (i, (d, t, failed, src, dst, want)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                host_need_active_balance(d, t, failed, 1, src, dst),
+                want,
+                "case {i}"
+            );
+        }
         assert_eq!(host_adjust_numa_imbalance(2, 1, 2), 0);
         assert_eq!(host_adjust_numa_imbalance(3, 1, 2), 3);
         assert_eq!(host_adjust_numa_imbalance(2, 3, 2), 2);
