@@ -165,6 +165,10 @@ pub struct Metrics {
     pub fork_idlest: u64,
     #[stat(desc = "wakeups spread by wake_wide() (no affine wakeup)")]
     pub wake_wide: u64,
+    #[stat(desc = "forks kept below a NUMA level beyond node_reclaim_distance")]
+    pub fork_node_local: u64,
+    #[stat(desc = "affine wakeups kept on their node (no SD_WAKE_AFFINE domain spans both)")]
+    pub wa_node_local: u64,
     #[stat(desc = "wake_affine_idle() chose the waker's CPU")]
     pub wa_idle_this: u64,
     #[stat(desc = "wake_affine_idle() chose the previous CPU")]
@@ -391,6 +395,8 @@ pub const COUNTERS: &[&str] = &[
     "select_fork",
     "fork_idlest",
     "wake_wide",
+    "fork_node_local",
+    "wa_node_local",
     "wa_idle_this",
     "wa_idle_prev",
     "wa_weight_this",
@@ -575,13 +581,15 @@ impl Metrics {
         )?;
         writeln!(
             w,
-            "select  {} ghost {} cold {} fork {} (to idlest groups {}) wide {} | affine: idle this {} idle prev {} weight this {} prev {}",
+            "select  {} ghost {} cold {} fork {} (to idlest groups {}, node-local {}) wide {} | affine: node-local {} idle this {} idle prev {} weight this {} prev {}",
             self.select,
             self.select_ghost,
             self.select_wake_cold,
             self.select_fork,
             self.fork_idlest,
+            self.fork_node_local,
             self.wake_wide,
+            self.wa_node_local,
             self.wa_idle_this,
             self.wa_idle_prev,
             self.wa_weight_this,

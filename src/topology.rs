@@ -85,6 +85,8 @@ pub struct Topo {
     pub cpu_order_pos: Vec<u32>,
     /// The sched domains, lowest level first.
     pub levels: Vec<Level>,
+    /// node_reclaim_distance as the NUMA levels were judged against it (0: not applied).
+    pub reclaim_distance: u32,
 }
 
 /// One level of sched domains, as topology.c's sd_init() and build_sched_domains() set it up.
@@ -98,6 +100,8 @@ pub struct Level {
     /// sd->imb_numa_nr: the task imbalance a NUMA domain leaves alone while the destination is
     /// lightly loaded.
     pub imb_numa_nr: u32,
+    /// A NUMA level's node distance (the largest between two of its nodes), else 0.
+    pub distance: u32,
     /// Each CPU's domain at this level: its first position in cpu_order and its size.
     pub start: Vec<u32>,
     pub size: Vec<u32>,
@@ -107,6 +111,30 @@ const SD_SMT: u32 = bpf_intf::LAB_SD_SHARE_CPUCAPACITY;
 const SD_LLC: u32 = bpf_intf::LAB_SD_SHARE_LLC;
 const SD_SIBLING: u32 = bpf_intf::LAB_SD_PREFER_SIBLING;
 const SD_NUMA: u32 = bpf_intf::LAB_SD_NUMA;
+const SD_WAKE_AFFINE: u32 = bpf_intf::LAB_SD_WAKE_AFFINE;
+const SD_BALANCE_FORK: u32 = bpf_intf::LAB_SD_BALANCE_FORK;
+/// sd_init()'s default flags of every level: SD_BALANCE_FORK and SD_WAKE_AFFINE (a NUMA level
+/// beyond node_reclaim_distance loses them: Topo::apply_numa_distance()).
+const SD_DEFAULT: u32 = SD_WAKE_AFFINE | SD_BALANCE_FORK;
+
+/// node_reclaim_distance: RECLAIM_DISTANCE (30), or 32 where the kernel raises it (AMD's Zen
+/// families, 0x17 and later: init_amd_zen_common()), from /proc/cpuinfo's first CPU.
+pub fn node_reclaim_distance(cpuinfo: &str) -> u32 {
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let amd = field("vendor_id").as_deref() == Some("AuthenticAMD");
+    let family = field("cpu family").and_then(|f| f.parse::<u32>().ok());
+    if amd && family.is_some_and(|f| f >= 0x17) {
+        32
+    } else {
+        30
+    }
+}
 
 /// A span's key: CPUs with equal keys share the span.
 type SpanKey<'a> = &'a dyn Fn(usize) -> u64;
@@ -143,10 +171,16 @@ fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<
     let llc_of = |c: usize| ((node[c] as u64) << 42) | ((llc[c] as u64) << 21);
     let core_of = |c: usize| llc_of(c) | core[c] as u64;
     let candidates: [(&'static str, u32, u32, u32, SpanKey); 4] = [
-        ("SMT", SD_SMT | SD_LLC | SD_SIBLING, 110, 0, &core_of),
-        ("MC", SD_LLC | SD_SIBLING, 117, 1, &llc_of),
-        ("PKG", SD_SIBLING, 117, 1, &node_of),
-        ("NUMA", SD_NUMA, 117, 2, &|_| 0),
+        (
+            "SMT",
+            SD_DEFAULT | SD_SMT | SD_LLC | SD_SIBLING,
+            110,
+            0,
+            &core_of,
+        ),
+        ("MC", SD_DEFAULT | SD_LLC | SD_SIBLING, 117, 1, &llc_of),
+        ("PKG", SD_DEFAULT | SD_SIBLING, 117, 1, &node_of),
+        ("NUMA", SD_DEFAULT | SD_NUMA, 117, 2, &|_| 0),
     ];
     let mut levels: Vec<Level> = Vec::new();
     for (name, flags, imbalance_pct, cache_nice_tries, key) in candidates {
@@ -162,6 +196,7 @@ fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<
                 imbalance_pct,
                 cache_nice_tries,
                 imb_numa_nr: 0,
+                distance: 0,
                 start,
                 size,
             });
@@ -308,7 +343,39 @@ impl Topo {
                 core: c.core_id,
             })
             .collect();
-        Topo::from_cpus(nr, &cpus)
+        let mut t = Topo::from_cpus(nr, &cpus)?;
+        // The NUMA level spans every node: its distance is the largest between two nodes
+        // that have CPUs.
+        let nodes: Vec<&scx_utils::Node> = topo
+            .nodes
+            .values()
+            .filter(|n| cpus.iter().any(|c| c.node == n.id))
+            .collect();
+        let distance = nodes
+            .iter()
+            .flat_map(|a| nodes.iter().map(move |b| (a, b)))
+            .filter(|(a, b)| a.id != b.id)
+            .filter_map(|(a, b)| a.distance.get(b.id).copied())
+            .max()
+            .unwrap_or(0);
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        t.apply_numa_distance(distance as u32, node_reclaim_distance(&cpuinfo));
+        Ok(t)
+    }
+
+    /// sd_init() for the NUMA level at node distance @distance: beyond @reclaim
+    /// (node_reclaim_distance) neither a wakeup (SD_WAKE_AFFINE) nor a fork (SD_BALANCE_FORK)
+    /// crosses it; the balancer still does.
+    pub fn apply_numa_distance(&mut self, distance: u32, reclaim: u32) {
+        self.reclaim_distance = reclaim;
+        for l in self.levels.iter_mut().filter(|l| l.flags & SD_NUMA != 0) {
+            l.distance = distance;
+            if distance > reclaim {
+                l.flags &= !SD_DEFAULT;
+            } else {
+                l.flags |= SD_DEFAULT;
+            }
+        }
     }
 
     pub fn nr_llcs(&self) -> u32 {
@@ -326,7 +393,15 @@ impl Topo {
             .levels
             .iter()
             .map(|l| {
-                let numa = if l.flags & SD_NUMA != 0 {
+                let numa = if l.flags & SD_NUMA != 0 && l.distance > self.reclaim_distance {
+                    format!(
+                        " (imb_numa_nr {}, distance {} > node_reclaim_distance {}: no wake \
+                         affine or fork placement across it)",
+                        l.imb_numa_nr, l.distance, self.reclaim_distance
+                    )
+                } else if l.flags & SD_NUMA != 0 && l.distance > 0 {
+                    format!(" (imb_numa_nr {}, distance {})", l.imb_numa_nr, l.distance)
+                } else if l.flags & SD_NUMA != 0 {
                     format!(" (imb_numa_nr {})", l.imb_numa_nr)
                 } else {
                     String::new()
@@ -517,7 +592,7 @@ mod tests {
         assert_eq!(t.describe_domains(), "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2)");
         let smt = &t.levels[0];
         assert_eq!((smt.imbalance_pct, smt.cache_nice_tries), (110, 0));
-        assert_eq!(smt.flags, SD_SMT | SD_LLC | SD_SIBLING);
+        assert_eq!(smt.flags, SD_DEFAULT | SD_SMT | SD_LLC | SD_SIBLING);
         assert_eq!((smt.start[5], smt.size[5]), (4, 2));
         let numa = &t.levels[2];
         assert_eq!((numa.cache_nice_tries, numa.flags & SD_SIBLING), (2, 0));
@@ -543,6 +618,67 @@ mod tests {
             }
         }
         assert_eq!(t.levels[2].imb_numa_nr, 8);
+    }
+
+    /// sd_init() at a NUMA level: at a distance up to node_reclaim_distance (QEMU's 20, EPYC's
+    /// 32 on Zen, whose kernel raises the limit to 32) wakeups and forks may cross it; beyond,
+    /// neither does, and every lower level keeps both flags.
+    #[test]
+    fn numa_distance_beyond_reclaim_drops_wake_affine_and_fork_balance() {
+        let cpus: Vec<_> = (0..8).map(|c| (c, c / 4, c / 4, c / 2)).collect();
+        let base = Topo::from_cpus(8, &ids(&cpus)).unwrap();
+        for (distance, reclaim, crosses) in [
+            (20, 30, true),
+            (30, 30, true),
+            (32, 32, true),
+            (32, 30, false),
+            (40, 32, false),
+        ] {
+            let mut t = base.clone();
+            t.apply_numa_distance(distance, reclaim);
+            let numa = t.levels.last().unwrap();
+            assert_eq!(numa.distance, distance);
+            assert_eq!(
+                numa.flags & SD_DEFAULT == SD_DEFAULT,
+                crosses,
+                "{distance} vs {reclaim}"
+            );
+            assert_eq!(numa.flags & SD_DEFAULT == 0, !crosses);
+            assert!(
+                t.levels[..2]
+                    .iter()
+                    .all(|l| l.flags & SD_DEFAULT == SD_DEFAULT)
+            );
+        }
+        let mut t = base.clone();
+        t.apply_numa_distance(40, 30);
+        assert_eq!(
+            t.describe_domains(),
+            "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2, distance 40 > node_reclaim_distance 30: no wake \
+             affine or fork placement across it)"
+        );
+        t.apply_numa_distance(20, 30);
+        assert_eq!(
+            t.describe_domains(),
+            "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2, distance 20)"
+        );
+        // One node: no NUMA level, nothing to judge.
+        let flat: Vec<_> = (0..4).map(|c| (c, 0, 0, c)).collect();
+        let mut t = Topo::from_cpus(4, &ids(&flat)).unwrap();
+        t.apply_numa_distance(0, 30);
+        assert_eq!(t.levels[0].flags & SD_DEFAULT, SD_DEFAULT);
+    }
+
+    #[test]
+    fn node_reclaim_distance_is_32_on_zen() {
+        let cpuinfo = |vendor: &str, family: u32| {
+            format!("processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: 1\n")
+        };
+        assert_eq!(node_reclaim_distance(&cpuinfo("AuthenticAMD", 0x19)), 32);
+        assert_eq!(node_reclaim_distance(&cpuinfo("AuthenticAMD", 0x17)), 32);
+        assert_eq!(node_reclaim_distance(&cpuinfo("AuthenticAMD", 0x15)), 30);
+        assert_eq!(node_reclaim_distance(&cpuinfo("GenuineIntel", 6)), 30);
+        assert_eq!(node_reclaim_distance(""), 30);
     }
 
     /// A big host: 4,096 CPUs in 2 nodes of 32 LLCs of 32 SMT-2 cores, and the data structures'

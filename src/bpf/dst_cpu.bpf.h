@@ -9,9 +9,11 @@
  * balance. Included by main.bpf.c after sd_balance.bpf.h; the CPUs the task may use are in the
  * scratch that select_task_rq_fair() filled (select.bpf.h).
  *
- * Differs: every level is taken as flagged SD_BALANCE_FORK (the kernel drops it at NUMA distances
- * beyond node_reclaim_distance, 30; QEMU's nodes are at 20); among idle CPUs the one that went
- * idle last wins, as when no idle states are known (the lab cannot read their exit latencies);
+ * The descent starts at the highest level that it reaches through levels flagged
+ * SD_BALANCE_FORK (select_task_rq_fair()'s walk up, which stops at the first without it): a NUMA
+ * level beyond node_reclaim_distance has not got it (topology.rs), and a fork stays on its node.
+ *
+ * Differs: among idle CPUs the one that went idle last wins, as when no idle states are known (the lab cannot read their exit latencies);
  * no core-scheduling cookies, no preferred NUMA node (a new task has none).
  */
 #ifndef __LAB_DST_CPU_BPF_H
@@ -123,20 +125,29 @@ __noinline s32 lab_find_dst_group_cpu(s32 this_cpu, u32 start, u32 size)
 }
 
 /*
- * Mirrors sched_balance_find_dst_cpu() from @this_cpu (the forking one) and its top domain: at
- * each level, lowest last, the idlest group and a CPU in it; the next level down is that CPU's.
- * Returns the CPU, @this_cpu when no level moved the task (the caller checks that it may run
- * there).
+ * Mirrors sched_balance_find_dst_cpu() from @this_cpu (the forking one) and its highest domain
+ * flagged SD_BALANCE_FORK: at each level, lowest last, the idlest group and a CPU in it; the next
+ * level down is that CPU's. Returns the CPU, @this_cpu when no level moved the task (the caller
+ * checks that it may run there).
  */
 __noinline s32 lab_find_dst_cpu(s32 this_cpu)
 {
-	u32 nr = topo.nr_levels, i;
+	u32 nr = 0, i;
 	s32 cpu = this_cpu;
 	struct lab_dst_scratch *sc;
 	u64 *st = stats_row();
 
 	if (this_cpu < 0 || this_cpu >= LAB_MAX_CPUS)
 		return -1;
+	/* The walk up from the lowest domain keeps the last one with the flag, and stops at the
+	 * first without it (a fork wants no affinity). */
+	bpf_for(i, 0, topo.nr_levels) {
+		if (!(topo.lvl_flags[i & (LAB_MAX_LEVELS - 1)] & LAB_SD_BALANCE_FORK))
+			break;
+		nr = i + 1;
+	}
+	if (nr < topo.nr_levels)
+		stat_inc(LAB_ST_FORK_NODE_LOCAL);
 	bpf_for(i, 0, nr) {
 		u32 l = nr - 1 - i;
 

@@ -154,6 +154,8 @@ enum lab_stat {
 	LAB_ST_SELECT_FORK,		/* new tasks placed (sched_balance_find_dst_cpu()) */
 	LAB_ST_FORK_IDLEST,		/* domains where a new task went to the idlest group */
 	LAB_ST_WAKE_WIDE,		/* wake_wide(): no affine wakeup */
+	LAB_ST_FORK_NODE_LOCAL,		/* forks placed below a NUMA level without SD_BALANCE_FORK */
+	LAB_ST_WA_NODE_LOCAL,		/* affine wakeups whose CPUs no SD_WAKE_AFFINE domain spans */
 	LAB_ST_WA_IDLE_THIS,		/* wake_affine_idle() chose the waker's CPU */
 	LAB_ST_WA_IDLE_PREV,		/* wake_affine_idle() chose the previous CPU */
 	LAB_ST_WA_WEIGHT_THIS,		/* wake_affine_weight() chose the waker's CPU */
@@ -339,5 +341,7 @@ struct lab_topo {
 #define LAB_SD_SHARE_LLC		0x2
 #define LAB_SD_PREFER_SIBLING		0x4
 #define LAB_SD_NUMA			0x8
+#define LAB_SD_WAKE_AFFINE		0x10	/* wake_affine() may pull a wakee across it */
+#define LAB_SD_BALANCE_FORK		0x20	/* a fork may be placed anywhere in it */
 
 #endif /* __LAB_INTF_H */

@@ -602,10 +602,30 @@ struct lab_wa_scratch {
 struct lab_wa_scratch wa_scratch[LAB_MAX_CPUS];
 
 /*
+ * select_task_rq_fair()'s walk up @this_cpu's domains for a wakeup that wants affinity: does a
+ * domain flagged SD_WAKE_AFFINE span @prev_cpu? Then wake_affine() decides between the two CPUs;
+ * else (the CPUs are on nodes beyond node_reclaim_distance) the wakee stays on its side: no
+ * domain has SD_BALANCE_WAKE, so select_idle_sibling() looks around @prev_cpu.
+ */
+static __always_inline bool wake_affine_spans(s32 this_cpu, s32 prev_cpu)
+{
+	u32 c = this_cpu & (LAB_MAX_CPUS - 1), pos = topo.cpu_order_pos[prev_cpu & (LAB_MAX_CPUS - 1)];
+	u32 l;
+
+	bpf_for(l, 0, topo.nr_levels) {
+		u32 k = l & (LAB_MAX_LEVELS - 1);
+
+		if ((topo.lvl_flags[k] & LAB_SD_WAKE_AFFINE) &&
+		    pos - topo.lvl_start[k][c] < topo.lvl_size[k][c])
+			return true;
+	}
+	return false;
+}
+
+/*
  * Mirrors select_task_rq_fair() for a wakeup (a fork: select_task_rq_fork()); differs: no
- * WF_CURRENT_CPU or EAS path, wake_affine() whenever want_affine (every domain of the lab has
- * SD_WAKE_AFFINE and spans prev). Sets tc->select_idle when the CPU returned was chosen because
- * it was idle. Not inlined: its snapshots stay off the stack of what ops.select_cpu calls next.
+ * WF_CURRENT_CPU or EAS path. Sets tc->select_idle when the CPU returned was chosen because it
+ * was idle. Not inlined: its snapshots stay off the stack of what ops.select_cpu calls next.
  */
 static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx *tc,
 					  s32 prev_cpu, u64 wake_flags, u64 now)
@@ -638,6 +658,10 @@ static __noinline s32 select_task_rq_fair(struct task_struct *p, struct task_ctx
 	/* One snapshot per CPU, shared by wake_affine() and select_idle_sibling(). */
 	__builtin_memset(wa, 0, sizeof(*wa));
 	cpu_snap(prev_cpu, p, idle, &wa->prev_cpu);
+	if (want_affine && this_cpu != prev_cpu && !wake_affine_spans(this_cpu, prev_cpu)) {
+		stat_inc(LAB_ST_WA_NODE_LOCAL);
+		want_affine = false;
+	}
 	if (want_affine && this_cpu != prev_cpu) {
 		cpu_snap(this_cpu, p, idle, &wa->this_cpu);
 		new_cpu = wake_affine(tc, wc, wa, sync, params);

@@ -34,7 +34,7 @@ kernel6=$(scenario 6 4)
 note "kernel: 4 loops -> node 0, node 1, cores: $kernel4; 6 loops: $kernel6"
 
 start_lab
-has "$(cat $LAB_LOG)" 'sched domains: SMT 2, MC 4, NUMA 8 \(imb_numa_nr 2\)' ||
+has "$(cat $LAB_LOG)" 'sched domains: SMT 2, MC 4, NUMA 8 \(imb_numa_nr 2, distance 20\)' ||
 	fail "the daemon's sched domains: $(grep 'sched domains' $LAB_LOG)"
 F="lb_smt lb_mc lb_numa lb_active nohz_kick nohz_balance lb_failed"
 b=$(counters $F)
