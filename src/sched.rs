@@ -143,6 +143,12 @@ impl<'a> Scheduler<'a> {
         info!("task pool: {initial} slots, growing up to {cap} (from pid_max and threads-max)");
         info!("topology: {}", topo.describe());
         info!("sched domains: {}", topo.describe_domains());
+        if !topo.numa_nested {
+            info!(
+                "NUMA distances that do not nest (or more of them than the lab's levels hold): \
+                 one NUMA level spans every node, at the largest distance"
+            );
+        }
         let vlogs = crate::bpfstats::VerifierLogs::request(skel.open_object_mut());
         let loaded = scx_ops_load!(skel, lab_ops, uei);
         if let Some(v) = vlogs {

@@ -87,6 +87,9 @@ pub struct Topo {
     pub levels: Vec<Level>,
     /// node_reclaim_distance as the NUMA levels were judged against it (0: not applied).
     pub reclaim_distance: u32,
+    /// The NUMA levels by distance (numa_levels()), and whether the distances nested.
+    pub numa: Vec<NumaLevel>,
+    pub numa_nested: bool,
 }
 
 /// One level of sched domains, as topology.c's sd_init() and build_sched_domains() set it up.
@@ -146,8 +149,15 @@ type SpanKey<'a> = &'a dyn Fn(usize) -> u64;
 /// dropped as the kernel drops degenerate domains. imb_numa_nr follows build_sched_domains():
 /// the first level above the LLC allows its number of LLCs (an eighth of its span when it holds
 /// one), at least 1, and the levels above it that many per span of the first NUMA domain.
-/// Differs: one NUMA level (every node), whatever the distances.
-fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<Level> {
+/// The NUMA candidates are @numa's, lowest distance first (sched_init_numa(): one level per
+/// distance); they must nest (numa_levels()), so that every domain is a run of @order.
+fn sched_domains(
+    order: &[u32],
+    node: &[u32],
+    llc: &[u32],
+    core: &[u32],
+    numa: &[NumaLevel],
+) -> Vec<Level> {
     let nr = node.len();
     // Each CPU's span: the run of CPUs in @order sharing its key.
     let spans = |key: &dyn Fn(usize) -> u64| -> (Vec<u32>, Vec<u32>) {
@@ -170,20 +180,37 @@ fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<
     let node_of = |c: usize| node[c] as u64;
     let llc_of = |c: usize| ((node[c] as u64) << 42) | ((llc[c] as u64) << 21);
     let core_of = |c: usize| llc_of(c) | core[c] as u64;
-    let candidates: [(&'static str, u32, u32, u32, SpanKey); 4] = [
+    let numa_keys: Vec<Box<dyn Fn(usize) -> u64 + '_>> = numa
+        .iter()
+        .map(|l| {
+            Box::new(move |c: usize| l.cluster[node[c] as usize] as u64)
+                as Box<dyn Fn(usize) -> u64>
+        })
+        .collect();
+    let mut candidates: Vec<(&'static str, u32, u32, u32, SpanKey, u32)> = vec![
         (
             "SMT",
             SD_DEFAULT | SD_SMT | SD_LLC | SD_SIBLING,
             110,
             0,
             &core_of,
+            0,
         ),
-        ("MC", SD_DEFAULT | SD_LLC | SD_SIBLING, 117, 1, &llc_of),
-        ("PKG", SD_DEFAULT | SD_SIBLING, 117, 1, &node_of),
-        ("NUMA", SD_DEFAULT | SD_NUMA, 117, 2, &|_| 0),
+        ("MC", SD_DEFAULT | SD_LLC | SD_SIBLING, 117, 1, &llc_of, 0),
+        ("PKG", SD_DEFAULT | SD_SIBLING, 117, 1, &node_of, 0),
     ];
+    for (l, key) in numa.iter().zip(&numa_keys) {
+        candidates.push((
+            "NUMA",
+            SD_DEFAULT | SD_NUMA,
+            117,
+            2,
+            key.as_ref(),
+            l.distance,
+        ));
+    }
     let mut levels: Vec<Level> = Vec::new();
-    for (name, flags, imbalance_pct, cache_nice_tries, key) in candidates {
+    for (name, flags, imbalance_pct, cache_nice_tries, key, distance) in candidates {
         let (start, size) = spans(key);
         let same = match levels.last() {
             Some(below) => below.size == size,
@@ -196,7 +223,7 @@ fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<
                 imbalance_pct,
                 cache_nice_tries,
                 imb_numa_nr: 0,
-                distance: 0,
+                distance,
                 start,
                 size,
             });
@@ -221,6 +248,58 @@ fn sched_domains(order: &[u32], node: &[u32], llc: &[u32], core: &[u32]) -> Vec<
         }
     }
     levels
+}
+
+/// One NUMA level of sched_init_numa(): its distance and each (dense) node's cluster -- the
+/// smallest node within that distance of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NumaLevel {
+    pub distance: u32,
+    pub cluster: Vec<u32>,
+}
+
+/// sched_init_numa()'s levels for the node distance matrix @dist (dense nodes): one per distinct
+/// distance between two nodes, each node's span the nodes within that distance. When those spans
+/// do not nest (a node's span holding a node whose span differs: the kernel's overlapping groups)
+/// or are more than @max_levels, one level at the largest distance spans every node, and the
+/// second value is false. With one node (or no distances: @dist empty), a single level of
+/// distance 0 over every node.
+pub fn numa_levels(dist: &[Vec<u32>], max_levels: usize) -> (Vec<NumaLevel>, bool) {
+    let n = dist.len().max(1);
+    let d = |a: usize, b: usize| dist.get(a).and_then(|r| r.get(b)).copied().unwrap_or(0);
+    let mut ds: Vec<u32> = (0..n)
+        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
+        .map(|(a, b)| d(a, b))
+        .collect();
+    ds.sort();
+    ds.dedup();
+    let one = |distance| {
+        vec![NumaLevel {
+            distance,
+            cluster: vec![0; n],
+        }]
+    };
+    if ds.len() <= 1 {
+        return (one(ds.first().copied().unwrap_or(0)), true);
+    }
+    let span = |a: usize, lim: u32| -> Vec<usize> {
+        (0..n).filter(|&b| b == a || d(a, b) <= lim).collect()
+    };
+    let mut levels = Vec::new();
+    for &lim in &ds {
+        let spans: Vec<Vec<usize>> = (0..n).map(|a| span(a, lim)).collect();
+        if (0..n).any(|a| spans[a].iter().any(|&b| spans[b] != spans[a])) {
+            return (one(*ds.last().unwrap()), false);
+        }
+        levels.push(NumaLevel {
+            distance: lim,
+            cluster: spans.iter().map(|s| s[0] as u32).collect(),
+        });
+    }
+    if levels.len() > max_levels {
+        return (one(*ds.last().unwrap()), false);
+    }
+    (levels, true)
 }
 
 /// A CPU as the topology lists it: its number, NUMA node, LLC and core (ids need not be dense).
@@ -258,9 +337,22 @@ fn runs(groups: &mut [Vec<u32>], nr: usize) -> (Vec<u32>, Vec<u32>, Vec<u32>, Ve
 }
 
 impl Topo {
-    /// Builds the layout for @nr_cpus possible CPUs from the CPUs the topology lists. A CPU it
-    /// does not list (offline) gets an LLC and a core of its own, in node 0.
+    /// Builds the layout for @nr_cpus possible CPUs from the CPUs the topology lists, with one
+    /// NUMA level over every node. A CPU it does not list (offline) gets an LLC and a core of
+    /// its own, in node 0. (The tests' shapes; the daemon's is detect()'s.)
+    #[cfg(test)]
     pub fn from_cpus(nr_cpus: usize, cpus: &[CpuIds]) -> Result<Topo> {
+        Topo::build(nr_cpus, cpus, &|_, _| 0, 0)
+    }
+
+    /// from_cpus() with the NUMA levels of the node distances @distance(node id, node id), each
+    /// judged against @reclaim (node_reclaim_distance: apply_reclaim_distance()).
+    pub fn build(
+        nr_cpus: usize,
+        cpus: &[CpuIds],
+        distance: &dyn Fn(usize, usize) -> u32,
+        reclaim: u32,
+    ) -> Result<Topo> {
         if nr_cpus == 0 || nr_cpus > MAX {
             bail!("{nr_cpus} possible CPUs: the lab supports 1..={MAX}");
         }
@@ -302,17 +394,30 @@ impl Topo {
         t.smt_active = cores.iter().any(|c| c.len() > 1);
         (t.llc_cpus, t.llc_start, t.llc_size, t.cpu_llc_pos) = runs(&mut llcs, nr_cpus);
         (t.core_cpus, t.core_start, t.core_size, _) = runs(&mut cores, nr_cpus);
+        let dist: Vec<Vec<u32>> = node_ids
+            .iter()
+            .map(|&a| node_ids.iter().map(|&b| distance(a, b)).collect())
+            .collect();
+        // Room for SMT, MC and PKG below the NUMA levels.
+        let max_numa = bpf_intf::lab_consts_LAB_MAX_LEVELS as usize - 3;
+        (t.numa, t.numa_nested) = numa_levels(&dist, max_numa);
+        // Nodes by their clusters, largest distance first: every NUMA domain is a run.
         let mut order: Vec<u32> = (0..nr_cpus as u32).collect();
         order.sort_by_key(|&c| {
             let c = c as usize;
-            (t.cpu_node[c], t.cpu_llc[c], t.cpu_core[c], c)
+            let n = t.cpu_node[c] as usize;
+            let clusters: Vec<u32> = t.numa.iter().rev().map(|l| l.cluster[n]).collect();
+            (clusters, t.cpu_node[c], t.cpu_llc[c], t.cpu_core[c], c)
         });
         t.cpu_order_pos = vec![0; nr_cpus];
         for (i, &c) in order.iter().enumerate() {
             t.cpu_order_pos[c as usize] = i as u32;
         }
-        t.levels = sched_domains(&order, &t.cpu_node, &t.cpu_llc, &t.cpu_core);
+        t.levels = sched_domains(&order, &t.cpu_node, &t.cpu_llc, &t.cpu_core, &t.numa);
         t.cpu_order = order;
+        if reclaim > 0 {
+            t.apply_reclaim_distance(reclaim);
+        }
         Ok(t)
     }
 
@@ -343,34 +448,23 @@ impl Topo {
                 core: c.core_id,
             })
             .collect();
-        let mut t = Topo::from_cpus(nr, &cpus)?;
-        // The NUMA level spans every node: its distance is the largest between two nodes
-        // that have CPUs.
-        let nodes: Vec<&scx_utils::Node> = topo
-            .nodes
-            .values()
-            .filter(|n| cpus.iter().any(|c| c.node == n.id))
-            .collect();
-        let distance = nodes
-            .iter()
-            .flat_map(|a| nodes.iter().map(move |b| (a, b)))
-            .filter(|(a, b)| a.id != b.id)
-            .filter_map(|(a, b)| a.distance.get(b.id).copied())
-            .max()
-            .unwrap_or(0);
+        let distance = |a: usize, b: usize| {
+            topo.nodes
+                .get(&a)
+                .and_then(|n| n.distance.get(b))
+                .map_or(0, |&d| d as u32)
+        };
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        t.apply_numa_distance(distance as u32, node_reclaim_distance(&cpuinfo));
-        Ok(t)
+        Topo::build(nr, &cpus, &distance, node_reclaim_distance(&cpuinfo))
     }
 
-    /// sd_init() for the NUMA level at node distance @distance: beyond @reclaim
+    /// sd_init() for each NUMA level at its node distance: beyond @reclaim
     /// (node_reclaim_distance) neither a wakeup (SD_WAKE_AFFINE) nor a fork (SD_BALANCE_FORK)
     /// crosses it; the balancer still does.
-    pub fn apply_numa_distance(&mut self, distance: u32, reclaim: u32) {
+    pub fn apply_reclaim_distance(&mut self, reclaim: u32) {
         self.reclaim_distance = reclaim;
         for l in self.levels.iter_mut().filter(|l| l.flags & SD_NUMA != 0) {
-            l.distance = distance;
-            if distance > reclaim {
+            if l.distance > reclaim {
                 l.flags &= !SD_DEFAULT;
             } else {
                 l.flags |= SD_DEFAULT;
@@ -625,8 +719,8 @@ mod tests {
     /// neither does, and every lower level keeps both flags.
     #[test]
     fn numa_distance_beyond_reclaim_drops_wake_affine_and_fork_balance() {
-        let cpus: Vec<_> = (0..8).map(|c| (c, c / 4, c / 4, c / 2)).collect();
-        let base = Topo::from_cpus(8, &ids(&cpus)).unwrap();
+        let cpus = ids(&(0..8).map(|c| (c, c / 4, c / 4, c / 2)).collect::<Vec<_>>());
+        let at = |remote: u32| move |a: usize, b: usize| if a == b { 10 } else { remote };
         for (distance, reclaim, crosses) in [
             (20, 30, true),
             (30, 30, true),
@@ -634,8 +728,7 @@ mod tests {
             (32, 30, false),
             (40, 32, false),
         ] {
-            let mut t = base.clone();
-            t.apply_numa_distance(distance, reclaim);
+            let t = Topo::build(8, &cpus, &at(distance), reclaim).unwrap();
             let numa = t.levels.last().unwrap();
             assert_eq!(numa.distance, distance);
             assert_eq!(
@@ -650,23 +743,93 @@ mod tests {
                     .all(|l| l.flags & SD_DEFAULT == SD_DEFAULT)
             );
         }
-        let mut t = base.clone();
-        t.apply_numa_distance(40, 30);
+        let t = Topo::build(8, &cpus, &at(40), 30).unwrap();
         assert_eq!(
             t.describe_domains(),
             "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2, distance 40 > node_reclaim_distance 30: no wake \
              affine or fork placement across it)"
         );
-        t.apply_numa_distance(20, 30);
+        let t = Topo::build(8, &cpus, &at(20), 30).unwrap();
         assert_eq!(
             t.describe_domains(),
             "SMT 2, MC 4, NUMA 8 (imb_numa_nr 2, distance 20)"
         );
         // One node: no NUMA level, nothing to judge.
-        let flat: Vec<_> = (0..4).map(|c| (c, 0, 0, c)).collect();
-        let mut t = Topo::from_cpus(4, &ids(&flat)).unwrap();
-        t.apply_numa_distance(0, 30);
+        let flat = ids(&(0..4).map(|c| (c, 0, 0, c)).collect::<Vec<_>>());
+        let t = Topo::build(4, &flat, &at(40), 30).unwrap();
+        assert_eq!(t.levels.len(), 1);
         assert_eq!(t.levels[0].flags & SD_DEFAULT, SD_DEFAULT);
+    }
+
+    /// sched_init_numa(): one NUMA level per distance. Four nodes of two CPUs (an LLC each) in
+    /// pairs at 20, the pairs at 30 -- numbered within the pairs (0-1, 2-3) or across them (0-2,
+    /// 1-3: the order puts each pair's CPUs next to each other) -- get NUMA 4 and NUMA 8 above
+    /// the LLCs, the upper one beyond node_reclaim_distance when it is 30 or less.
+    #[test]
+    fn numa_levels_by_distance() {
+        let cpus = ids(&(0..8).map(|c| (c, c / 2, c / 2, c)).collect::<Vec<_>>());
+        for pair in [|a: usize| a / 2, |a: usize| a % 2] {
+            let dist = move |a: usize, b: usize| match (a == b, pair(a) == pair(b)) {
+                (true, _) => 10,
+                (false, true) => 20,
+                (false, false) => 30,
+            };
+            let t = Topo::build(8, &cpus, &dist, 25).unwrap();
+            assert!(t.numa_nested);
+            assert_eq!(
+                t.describe_domains(),
+                "MC 2, NUMA 4 (imb_numa_nr 2, distance 20), NUMA 8 (imb_numa_nr 4, distance 30 > \
+                 node_reclaim_distance 25: no wake affine or fork placement across it)"
+            );
+            for l in &t.levels {
+                for cpu in 0..8 {
+                    let (s, n) = (l.start[cpu] as usize, l.size[cpu] as usize);
+                    let span = &t.cpu_order[s..s + n];
+                    assert!(span.contains(&(cpu as u32)));
+                    // A NUMA 4 domain is a node and the node at 20 from it.
+                    if l.distance == 20 {
+                        assert!(span.iter().all(|&o| pair(o as usize / 2) == pair(cpu / 2)));
+                    }
+                }
+            }
+            assert_eq!(t.levels[1].flags & SD_DEFAULT, SD_DEFAULT);
+            assert_eq!(t.levels[2].flags & SD_DEFAULT, 0);
+        }
+        // Three nodes in a row (0-1 and 1-2 at 20, 0-2 at 30): node 1's span at 20 holds nodes
+        // whose spans differ (the kernel's overlapping groups): one level at 30.
+        let row = ids(&(0..6).map(|c| (c, c / 2, c / 2, c)).collect::<Vec<_>>());
+        let dist = |a: usize, b: usize| (10 * a.abs_diff(b) as u32 + 10).max(10);
+        let t = Topo::build(6, &row, &dist, 30).unwrap();
+        assert!(!t.numa_nested);
+        assert_eq!(
+            t.describe_domains(),
+            "MC 2, NUMA 6 (imb_numa_nr 3, distance 30)"
+        );
+        let (levels, nested) =
+            numa_levels(&[vec![10, 20, 30], vec![20, 10, 20], vec![30, 20, 10]], 5);
+        assert!(!nested);
+        assert_eq!(
+            levels,
+            vec![NumaLevel {
+                distance: 30,
+                cluster: vec![0, 0, 0]
+            }]
+        );
+        // More levels than the BPF side holds: one level too.
+        let d5: Vec<Vec<u32>> = (0..6)
+            .map(|a| {
+                (0..6)
+                    .map(|b| {
+                        if a == b {
+                            10
+                        } else {
+                            10 + 10 * (a.max(b) as u32)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        assert!(!numa_levels(&d5, 2).1);
     }
 
     #[test]

@@ -26,7 +26,7 @@ enum lab_consts {
 	/* SMT siblings of one core that CPU selection walks (cpu_smt_mask()). */
 	LAB_MAX_SMT = 8,
 	/* Sched-domain levels the balancer walks: SMT, MC (the LLC), PKG (the node), NUMA. */
-	LAB_MAX_LEVELS = 4,
+	LAB_MAX_LEVELS = 8,
 	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
 	 * kernel's PID_MAX_LIMIT, so that every task the kernel can create has one. */
 	LAB_MAX_SLOTS = 1 << 22,
@@ -320,8 +320,9 @@ struct lab_topo {
 	u8 cpu_known[LAB_MAX_CPUS];	/* online at load: the topology above is the CPU's own */
 	/*
 	 * The sched domains (topology.c's build_sched_domains()), lowest level first: SMT (a core),
-	 * MC (an LLC), PKG (a node), NUMA (every node); a level that spans what the level below
-	 * spans is left out, as the kernel drops degenerate domains. Every domain is a run of
+	 * MC (an LLC), PKG (a node), NUMA (one level per node distance, when the distances nest;
+	 * else one over every node); a level that spans what the level below spans is left out, as
+	 * the kernel drops degenerate domains. Every domain is a run of
 	 * cpu_order[]; a domain's groups are the domains of the level below it (single CPUs at the
 	 * lowest level).
 	 */

@@ -18,6 +18,23 @@ far=0
 [ "$dist" -gt 32 ] && far=1
 note "the nodes are at distance $dist"
 
+# The kernel's own NUMA domain (debugfs) has SD_WAKE_AFFINE and SD_BALANCE_FORK at this distance
+# or not, as the lab's rule says.
+# (The domains appear there with sched_verbose; writing it builds them.)
+verbose=$(cat /sys/kernel/debug/sched/verbose)
+echo Y >/sys/kernel/debug/sched/verbose || fail "cannot turn sched_verbose on"
+kflags=
+for dom in /sys/kernel/debug/sched/domains/cpu0/domain*; do
+	[ "$(cat $dom/name)" = NUMA ] && kflags=$(cat $dom/flags)
+done
+echo "$verbose" >/sys/kernel/debug/sched/verbose
+[ -n "$kflags" ] || fail "no NUMA domain of CPU 0 in /sys/kernel/debug/sched/domains"
+note "kernel: CPU 0's NUMA domain: $kflags"
+case " $kflags " in *" SD_WAKE_AFFINE "*) kwa=1 ;; *) kwa=0 ;; esac
+case " $kflags " in *" SD_BALANCE_FORK "*) kbf=1 ;; *) kbf=0 ;; esac
+check "kernel: the NUMA domain's SD_WAKE_AFFINE and SD_BALANCE_FORK as the distance says" \
+	[ "$kwa$kbf" = "$((1 - far))$((1 - far))" ]
+
 # The test's own shell stays on CPUs 6-7, away from the CPUs it watches.
 taskset -p -c 6-7 $$ >/dev/null
 count_in() { l=$1; shift; k=0; for x in $l; do for y in "$@"; do [ "$x" = "$y" ] && k=$((k + 1)); done; done; echo $k; }
