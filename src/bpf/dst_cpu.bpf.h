@@ -13,8 +13,9 @@
  * SD_BALANCE_FORK (select_task_rq_fair()'s walk up, which stops at the first without it): a NUMA
  * level beyond node_reclaim_distance has not got it (topology.rs), and a fork stays on its node.
  *
- * Differs: among idle CPUs the one that went idle last wins, as when no idle states are known (the lab cannot read their exit latencies);
- * no core-scheduling cookies, no preferred NUMA node (a new task has none).
+ * Differs: among idle CPUs the one that went idle last wins, as when no idle states are known
+ * (the lab cannot read their exit latencies); no core-scheduling cookies, no preferred NUMA node
+ * (a new task has none).
  */
 #ifndef __LAB_DST_CPU_BPF_H
 #define __LAB_DST_CPU_BPF_H

@@ -25,7 +25,8 @@ enum lab_consts {
 	LAB_MAX_CPUS = 8192,
 	/* SMT siblings of one core that CPU selection walks (cpu_smt_mask()). */
 	LAB_MAX_SMT = 8,
-	/* Sched-domain levels the balancer walks: SMT, MC (the LLC), PKG (the node), NUMA. */
+	/* Sched-domain levels the balancer walks: SMT, MC (the LLC), PKG (the node), and NUMA
+	 * levels by distance (topology.rs leaves at least three for those below them). */
 	LAB_MAX_LEVELS = 8,
 	/* The most task slots the entity pool can grow to (one per task under the scheduler): the
 	 * kernel's PID_MAX_LIMIT, so that every task the kernel can create has one. */
@@ -322,9 +323,8 @@ struct lab_topo {
 	 * The sched domains (topology.c's build_sched_domains()), lowest level first: SMT (a core),
 	 * MC (an LLC), PKG (a node), NUMA (one level per node distance, when the distances nest;
 	 * else one over every node); a level that spans what the level below spans is left out, as
-	 * the kernel drops degenerate domains. Every domain is a run of
-	 * cpu_order[]; a domain's groups are the domains of the level below it (single CPUs at the
-	 * lowest level).
+	 * the kernel drops degenerate domains. Every domain is a run of cpu_order[]; a domain's
+	 * groups are the domains of the level below it (single CPUs at the lowest level).
 	 */
 	u32 nr_levels;
 	u32 lvl_flags[LAB_MAX_LEVELS];		/* LAB_SD_* */
