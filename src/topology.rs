@@ -472,6 +472,15 @@ impl Topo {
         }
     }
 
+    /// How many levels from the lowest up have all of @flags: what select_task_rq_fair()'s
+    /// walk up the domains reaches (BPF reads it instead of walking).
+    pub fn levels_with(&self, flags: u32) -> u32 {
+        self.levels
+            .iter()
+            .take_while(|l| l.flags & flags == flags)
+            .count() as u32
+    }
+
     pub fn nr_llcs(&self) -> u32 {
         self.llc_size.len() as u32
     }
@@ -578,6 +587,8 @@ macro_rules! fill_topo {
             $dst.cpu_order_pos[i] = *v;
         }
         $dst.nr_levels = t.levels.len() as u32;
+        $dst.wa_levels = t.levels_with(bpf_intf::LAB_SD_WAKE_AFFINE);
+        $dst.fork_levels = t.levels_with(bpf_intf::LAB_SD_BALANCE_FORK);
         for (l, lvl) in t.levels.iter().enumerate() {
             $dst.lvl_flags[l] = lvl.flags;
             $dst.lvl_imbalance_pct[l] = lvl.imbalance_pct;
@@ -794,6 +805,9 @@ mod tests {
             }
             assert_eq!(t.levels[1].flags & SD_DEFAULT, SD_DEFAULT);
             assert_eq!(t.levels[2].flags & SD_DEFAULT, 0);
+            // What BPF reads instead of walking the levels.
+            assert_eq!(t.levels_with(SD_WAKE_AFFINE), 2);
+            assert_eq!(t.levels_with(SD_BALANCE_FORK), 2);
         }
         // Three nodes in a row (0-1 and 1-2 at 20, 0-2 at 30): node 1's span at 20 holds nodes
         // whose spans differ (the kernel's overlapping groups): one level at 30.

@@ -133,7 +133,7 @@ __noinline s32 lab_find_dst_group_cpu(s32 this_cpu, u32 start, u32 size)
  */
 __noinline s32 lab_find_dst_cpu(s32 this_cpu)
 {
-	u32 nr = 0, i;
+	u32 nr = topo.fork_levels, i;
 	s32 cpu = this_cpu;
 	struct lab_dst_scratch *sc;
 	u64 *st = stats_row();
@@ -141,12 +141,7 @@ __noinline s32 lab_find_dst_cpu(s32 this_cpu)
 	if (this_cpu < 0 || this_cpu >= LAB_MAX_CPUS)
 		return -1;
 	/* The walk up from the lowest domain keeps the last one with the flag, and stops at the
-	 * first without it (a fork wants no affinity). */
-	bpf_for(i, 0, topo.nr_levels) {
-		if (!(topo.lvl_flags[i & (LAB_MAX_LEVELS - 1)] & LAB_SD_BALANCE_FORK))
-			break;
-		nr = i + 1;
-	}
+	 * first without it (a fork wants no affinity): topo.fork_levels, counted at load. */
 	if (nr < topo.nr_levels)
 		stat_inc(LAB_ST_FORK_NODE_LOCAL);
 	bpf_for(i, 0, nr) {

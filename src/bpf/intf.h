@@ -327,6 +327,12 @@ struct lab_topo {
 	 * groups are the domains of the level below it (single CPUs at the lowest level).
 	 */
 	u32 nr_levels;
+	/* The levels from the lowest up that have SD_WAKE_AFFINE, and SD_BALANCE_FORK (only NUMA
+	 * levels beyond node_reclaim_distance lack them, and distances grow upwards): a wakeup's
+	 * wake_affine() needs the waker's domain at level wa_levels - 1 to span the previous CPU;
+	 * a fork's descent starts at level fork_levels - 1. */
+	u32 wa_levels;
+	u32 fork_levels;
 	u32 lvl_flags[LAB_MAX_LEVELS];		/* LAB_SD_* */
 	u32 lvl_imbalance_pct[LAB_MAX_LEVELS];
 	u32 lvl_cache_nice_tries[LAB_MAX_LEVELS];

@@ -605,21 +605,17 @@ struct lab_wa_scratch wa_scratch[LAB_MAX_CPUS];
  * select_task_rq_fair()'s walk up @this_cpu's domains for a wakeup that wants affinity: does a
  * domain flagged SD_WAKE_AFFINE span @prev_cpu? Then wake_affine() decides between the two CPUs;
  * else (the CPUs are on nodes beyond node_reclaim_distance) the wakee stays on its side: no
- * domain has SD_BALANCE_WAKE, so select_idle_sibling() looks around @prev_cpu.
+ * domain has SD_BALANCE_WAKE, so select_idle_sibling() looks around @prev_cpu. The flagged
+ * levels are the lowest topo.wa_levels (counted at load): the highest of them decides.
  */
 static __always_inline bool wake_affine_spans(s32 this_cpu, s32 prev_cpu)
 {
 	u32 c = this_cpu & (LAB_MAX_CPUS - 1), pos = topo.cpu_order_pos[prev_cpu & (LAB_MAX_CPUS - 1)];
-	u32 l;
+	u32 k = (topo.wa_levels - 1) & (LAB_MAX_LEVELS - 1);
 
-	bpf_for(l, 0, topo.nr_levels) {
-		u32 k = l & (LAB_MAX_LEVELS - 1);
-
-		if ((topo.lvl_flags[k] & LAB_SD_WAKE_AFFINE) &&
-		    pos - topo.lvl_start[k][c] < topo.lvl_size[k][c])
-			return true;
-	}
-	return false;
+	if (topo.wa_levels >= topo.nr_levels)
+		return true;
+	return topo.wa_levels && pos - topo.lvl_start[k][c] < topo.lvl_size[k][c];
 }
 
 /*
