@@ -430,7 +430,16 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         .original_knobs()
         .cloned()
         .or_else(|| crate::kernel::KnobSnapshot::read().ok());
-    let order = protocol::schedule(arms.len(), runs, args.order, seed);
+    // Arms of one scheduler share a family: the order keeps them together within a round.
+    let family: Vec<usize> = arms
+        .iter()
+        .map(|a| {
+            arms.iter()
+                .position(|b| b.spec.same_scheduler(&a.spec))
+                .unwrap_or(0)
+        })
+        .collect();
+    let order = protocol::schedule(&family, runs, args.order, seed);
     let session = Session {
         arms: &arms,
         workloads: &wls,
