@@ -78,7 +78,9 @@ pub struct FidelityRow {
     pub cis_overlap: Option<bool>,
     /// `agrees` (same sign, intervals overlap), `agrees: no effect` (intervals overlap and both
     /// hold 0: neither effect is told apart from noise, whatever the signs of the means),
-    /// `differs`, or `unknown` (too few runs).
+    /// `agrees: within the kernel's noise` (the kernel's interval holds 0 and the mirror's mean:
+    /// the kernel's runs are as consistent with the mirror's effect as with none), `differs`, or
+    /// `unknown` (too few runs).
     pub verdict: String,
 }
 
@@ -355,6 +357,11 @@ fn fidelity_rows(
             .map(|(a, b)| a.0 <= b.1 && b.0 <= a.1);
         let null = |ci: Option<(f64, f64)>| ci.is_some_and(|(lo, hi)| lo <= 0.0 && 0.0 <= hi);
         let no_effect = null(k.ci_delta_pct) && null(m.ci_delta_pct);
+        // The kernel is the reference: where it shows no effect and its interval holds the
+        // mirror's estimate, its runs cannot tell the two apart.
+        let within_kernel = null(k.ci_delta_pct)
+            && k.ci_delta_pct
+                .is_some_and(|(lo, hi)| lo <= m.delta_pct && m.delta_pct <= hi);
         rows.push(FidelityRow {
             feature: feature.into(),
             workload: k.workload.clone(),
@@ -369,6 +376,7 @@ fn fidelity_rows(
                 None => "unknown".into(),
                 Some(true) if same_sign => "agrees".into(),
                 Some(true) if no_effect => "agrees: no effect".into(),
+                Some(true) if within_kernel => "agrees: within the kernel's noise".into(),
                 Some(_) => "differs".into(),
             },
         });
@@ -514,6 +522,17 @@ mod tests {
         // it differs.
         assert_eq!(
             verdict((-5.5, Some((-9.7, -1.5))), (0.7, Some((-10.7, 11.2)))),
+            "differs"
+        );
+        // Opposite means, the mirror's effect is real but the kernel's interval holds both 0 and
+        // the mirror's estimate: the kernel's runs cannot tell them apart.
+        assert_eq!(
+            verdict((-1.46, Some((-14.0, 10.3))), (4.17, Some((0.3, 7.9)))),
+            "agrees: within the kernel's noise"
+        );
+        // ... but not when the mirror's estimate lies outside the kernel's interval.
+        assert_eq!(
+            verdict((-0.92, Some((-8.3, 5.9))), (14.33, Some((1.1, 25.3)))),
             "differs"
         );
         // Same sign, disjoint intervals.
