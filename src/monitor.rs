@@ -1,5 +1,5 @@
 //! The client side of the scheduler's stats: `monitor`, `--monitor` and `--stats` ask the
-//! daemon's scx_stats server (src/stats.rs) for samples and print them.
+//! daemon's scx_stats server (src/stats/) for samples and print them.
 
 use crate::stats::{COUNTERS, GAUGES, Metrics};
 use anyhow::{Context, Result, bail};
