@@ -7,8 +7,8 @@
 # executed instructions, host load cannot change it); one with "# boot: smp" needs a multi-level
 # topology (`scripts/vm --smp SPEC`: the guest sees lab.smp=SPEC), and one with "# boot: smp-timing"
 # compares arms on that topology (both options); every other test is functional
-# and belongs in a normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run,
-# in name order.
+# and belongs in a normal, multi-threaded boot. Without TEST, the t-*.sh of this boot's kind run
+# in name order, but those with a "# suite: manual" line (long measurements, run when named).
 #
 # Tests whose header has a "# lab: shared" line share one lab daemon while they come one after
 # the other (see start_lab in lib.sh): the suite stops it after the last of such a row, or after
@@ -29,7 +29,9 @@ boot_of() {
 }
 tests=$*
 if [ -z "$tests" ]; then
-	for t in t-*.sh; do [ "$(boot_of "$t")" = $boot ] && tests="$tests $t"; done
+	for t in t-*.sh; do
+		[ "$(boot_of "$t")" = $boot ] && ! grep -qx '# suite: manual' "$t" && tests="$tests $t"
+	done
 fi
 # kill_lab SIGNAL: every scx_eevdf_lab process (busybox has no pkill).
 kill_lab() {
