@@ -3,7 +3,7 @@
 # one session (lib.sh's wa_fidelity() has the bars). A timing boot of that shape: the arms are
 # compared. Known deviations, judged by the band alone (README, wake-affine): WA_IDLE with 1
 # group, where the lab's effect is larger than the kernel's, and WA_WEIGHT with 1 group, where it
-# is smaller (the intervals met in three boots of five).
+# is smaller (the intervals met in four boots of five).
 # Not in the default suite (# suite: manual): its boot took 775 s on its own and over 1,000 s
 # beside the other lane on a 2-core host, too much of CI's time for four fidelity rows, two of
 # them known deviations; `scripts/test --kernel 7.3 --only t-47-wa-fidelity-smp.sh` runs it.
