@@ -359,9 +359,9 @@ fn fidelity_rows(
         let no_effect = null(k.ci_delta_pct) && null(m.ci_delta_pct);
         // The kernel is the reference: where it shows no effect and its interval holds the
         // mirror's estimate, its runs cannot tell the two apart.
-        let within_kernel = null(k.ci_delta_pct)
-            && k.ci_delta_pct
-                .is_some_and(|(lo, hi)| lo <= m.delta_pct && m.delta_pct <= hi);
+        let within_kernel = k
+            .ci_delta_pct
+            .is_some_and(|(lo, hi)| lo <= m.delta_pct.min(0.0) && m.delta_pct.max(0.0) <= hi);
         rows.push(FidelityRow {
             feature: feature.into(),
             workload: k.workload.clone(),
