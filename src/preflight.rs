@@ -87,10 +87,6 @@ pub const NEEDS: &[Need] = &[
         "the running task put back when nothing else runs (held when its group is throttled)",
     ),
     need(
-        Probe::Enum("scx_ops_flags", "SCX_OPS_KEEP_BUILTIN_IDLE"),
-        "the built-in idle masks beside ops.update_idle",
-    ),
-    need(
         Probe::Field("sched_entity", "custom_slice"),
         "a task's own slice (sched_attr.sched_runtime)",
     ),
@@ -116,7 +112,6 @@ pub const NEEDS: &[Need] = &[
     op("cpu_release"),
     op("cpu_online"),
     op("cpu_offline"),
-    op("update_idle"),
     op("cgroup_init"),
     op("cgroup_exit"),
     op("cgroup_move"),

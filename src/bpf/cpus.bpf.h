@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * CPUs going idle (ops.update_idle), and CPUs that sched_ext loses for a while: taken by a higher
- * class (ops.cpu_release / ops.cpu_acquire), or going offline and coming back (ops.cpu_offline /
- * ops.cpu_online), without a reload.
+ * CPUs that sched_ext loses for a while: taken by a higher class (ops.cpu_release /
+ * ops.cpu_acquire), or going offline and coming back (ops.cpu_offline / ops.cpu_online), without
+ * a reload. (A CPU going idle is newidle_balance()'s, sd_balance.bpf.h.)
  */
 #ifndef __LAB_CPUS_BPF_H
 #define __LAB_CPUS_BPF_H
@@ -67,36 +67,6 @@ __noinline int lab_release_tick(s32 cpu)
 	if (nohz_balancer_kick(cpu, rq, scx_bpf_now(), st))
 		lab_count(st, LAB_ST_RELEASE_KICK);
 	return 1;
-}
-
-/*
- * ops.update_idle: @cpu enters or leaves idle. A CPU going idle is stamped (rq->idle_stamp), and
- * when it leaves idle the period's length feeds rq->avg_idle (newidle balancing's budget); with
- * SMT, a CPU going idle beside idle siblings marks its LLC as having an idle core
- * (__update_idle_core()).
- * SCX_OPS_KEEP_BUILTIN_IDLE keeps the built-in idle masks, which CPU selection reads.
- */
-void BPF_STRUCT_OPS(lab_update_idle, s32 cpu, bool idle)
-{
-	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
-	struct lab_rq *rq = rq_get(cpu);
-	u64 now;
-
-	if (!rq)
-		return;
-	now = scx_bpf_now();
-	if (!idle) {
-		/* ttwu_do_activate(): the idle period ends; avg_idle follows it */
-		if (rq->idle_stamp && pc->max_idle_balance_cost && now > rq->idle_stamp)
-			lab_update_avg_idle(&pc->avg_idle, now - rq->idle_stamp,
-					    pc->max_idle_balance_cost);
-		rq->idle_stamp = 0;
-		return;
-	}
-	/* sched_balance_newidle() stamps the CPU as it goes idle */
-	WRITE_ONCE(rq->idle_stamp, now);
-	if (topo.smt_active)
-		update_idle_core(cpu);
 }
 
 /* ops.cpu_acquire: @cpu is back for sched_ext. */

@@ -59,9 +59,9 @@ struct lab_rq {
 	u32 cpu_capacity;
 	u32 cpu_capacity_orig;
 	u64 capacity_next;
-	/* When the CPU went idle (rq->idle_stamp, ns; ops.update_idle), 0 while it is not: a
-	 * fork's slow path prefers the idle CPU that went idle last, and the idle period's length
-	 * feeds avg_idle when it ends. */
+	/* When the CPU went idle (rq->idle_stamp, ns: its newidle balance found nothing), 0 once
+	 * a task woke onto it or was pulled: a fork's slow path prefers the idle CPU that went
+	 * idle last, and the idle period's length feeds avg_idle when a wakeup ends it. */
 	u64 idle_stamp;
 } __attribute__((aligned(64)));
 

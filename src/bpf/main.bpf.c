@@ -132,6 +132,7 @@ s32 BPF_STRUCT_OPS(lab_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	if (wake_flags & SCX_WAKE_FORK)
 		wk |= LAB_WK_INITIAL;
 	if (enqueue_task(tc, cpu, wk, task_custom_slice(p), LAB_WK_IDLE_JOIN) == LAB_ENQ_INSERT) {
+		ttwu_idle_end(cpu, now);
 		tc->wake_flags = 0;
 		tc->prio_changed = 0;
 		stat_inc(LAB_ST_INSERT_SELECT);
@@ -208,6 +209,10 @@ void BPF_STRUCT_OPS(lab_enqueue, struct task_struct *p, u64 enq_flags)
 		cpu = to;
 		wk &= ~LAB_WK_INSERT;
 	}
+
+	/* ttwu_do_activate(): a wakeup ends the CPU's idle period. */
+	if (enq_flags & SCX_ENQ_WAKEUP)
+		ttwu_idle_end(cpu, 0);
 
 	/* cpu.max (CPU_MAX): a task of a group throttled here that a tick found in user space
 	 * waits in the limbo list (throttle_cfs_rq_work() at its return to user). The CPU then
@@ -642,7 +647,6 @@ SCX_OPS_DEFINE(lab_ops,
 	       .cgroup_set_weight = (void *)lab_cgroup_set_weight,
 	       .cgroup_set_idle = (void *)lab_cgroup_set_idle,
 	       .cgroup_set_bandwidth = (void *)lab_cgroup_set_bandwidth,
-	       .update_idle = (void *)lab_update_idle,
 	       .init_task = (void *)lab_init_task,
 	       .enable = (void *)lab_enable,
 	       .disable = (void *)lab_disable,
@@ -651,6 +655,6 @@ SCX_OPS_DEFINE(lab_ops,
 	       .init = (void *)lab_init,
 	       .exit = (void *)lab_exit,
 	       .flags = SCX_OPS_ENQ_EXITING | SCX_OPS_ENQ_MIGRATION_DISABLED |
-			SCX_OPS_KEEP_BUILTIN_IDLE | SCX_OPS_ENQ_LAST,
+			SCX_OPS_ENQ_LAST,
 	       .timeout_ms = LAB_WATCHDOG_MS,
 	       .name = "eevdf_lab");

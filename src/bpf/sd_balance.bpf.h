@@ -467,13 +467,12 @@ static __always_inline void idle_cost_init(struct lab_cpu *pc, u64 migration_cos
  * queue; returns whether one did. With NI_RANDOM a level whose newidle balances seldom pull is
  * skipped at random (the chance follows its success ratio); each level visited counts a call,
  * and a success when it pulled (update_newidle_stats(), with NI_RATE's allowance for rare
- * calls). Differs: the costs are the BPF scheduler's, not fair.c's. Not inlined: ops.dispatch
- * calls it from two places.
+ * calls). Differs: the costs are the BPF scheduler's, not fair.c's.
  */
-static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
+static __always_inline bool newidle_walk(s32 cpu, struct lab_rq *rq, u64 now)
 {
 	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
-	u64 *st = stats_row(), now, t0, t1, cost, curr_cost = 0;
+	u64 *st = stats_row(), t0, t1, cost, curr_cost = 0;
 	const struct lab_params *params = params_get();
 	u32 nr = topo.nr_levels, l;
 	struct lab_lb_scratch *sc;
@@ -490,7 +489,6 @@ static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 		lab_count(st, LAB_ST_NEWIDLE_SHORT);
 		return false;
 	}
-	now = scx_bpf_now();
 	lab_update_blocked(cpu, now);
 	ni_random = sched_feat(params, NI_RANDOM);
 	ni_rate = sched_feat(params, NI_RATE);
@@ -527,6 +525,49 @@ static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
 	if (moved)
 		lab_count(st, LAB_ST_PULL_NEWIDLE);
 	return moved;
+}
+
+/*
+ * Mirrors sched_balance_newidle() around its walk (newidle_walk()): the CPU is stamped as idle
+ * from here (rq->idle_stamp: the idle period that a wakeup onto it ends, ttwu_idle_end(), feeds
+ * avg_idle), and the stamp is taken back when a task was pulled. A CPU that stays idle then
+ * does __update_idle_core(), which the kernel runs when it picks the idle task: with SMT, beside
+ * idle siblings it marks its LLC as having an idle core. Not inlined: ops.dispatch calls it from
+ * two places.
+ */
+static __noinline bool newidle_balance(s32 cpu, struct lab_rq *rq)
+{
+	u64 now = scx_bpf_now();
+	bool moved;
+
+	WRITE_ONCE(rq->idle_stamp, now);
+	moved = newidle_walk(cpu, rq, now);
+	if (moved)
+		WRITE_ONCE(rq->idle_stamp, 0);
+	else if (topo.smt_active)
+		update_idle_core(cpu);
+	return moved;
+}
+
+/*
+ * ttwu_do_activate()'s end of @cpu's idle period: a task wakes onto @cpu, which newidle_balance()
+ * stamped; the period's length feeds rq->avg_idle (update_avg(), capped at twice
+ * max_idle_balance_cost). The first waker takes the stamp. @now: the wakeup's time if the
+ * caller has it, else 0.
+ */
+static __always_inline void ttwu_idle_end(s32 cpu, u64 now)
+{
+	struct lab_cpu *pc = &lab_cpus[cpu & (LAB_MAX_CPUS - 1)];
+	struct lab_rq *rq = rq_get(cpu);
+	u64 stamp;
+
+	if (!rq || !(stamp = READ_ONCE(rq->idle_stamp)) ||
+	    __sync_val_compare_and_swap(&rq->idle_stamp, stamp, 0) != stamp)
+		return;
+	if (!now)
+		now = scx_bpf_now();
+	if (pc->max_idle_balance_cost && now > stamp)
+		lab_update_avg_idle(&pc->avg_idle, now - stamp, pc->max_idle_balance_cost);
 }
 
 /*

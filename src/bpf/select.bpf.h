@@ -15,8 +15,9 @@
  *    keeps none for sched_ext tasks); capacities are update_cpu_capacity()'s (sd_balance.bpf.h),
  *    but no asymmetric-capacity pass (select_idle_capacity()) is made;
  *  - one balancing level: the LLC, with imbalance_pct 117 (110 between SMT siblings); no cluster
- *    pass; the LLC's has_idle_cores hint is set from ops.update_idle (a CPU going idle beside
- *    idle siblings), the kernel's from the idle task's set_next_task;
+ *    pass; the LLC's has_idle_cores hint is set when a CPU's newidle balance ends without a
+ *    task (a CPU going idle beside idle siblings), the kernel's from the idle task's
+ *    set_next_task, just after;
  *  - a fork takes sched_balance_find_dst_cpu()'s descent (dst_cpu.bpf.h) with every level
  *    flagged SD_BALANCE_FORK and no idle-state exit latencies; a task that the descent cannot
  *    place goes to the idlest allowed CPU (idle first, else least loaded).
@@ -268,7 +269,8 @@ static __always_inline u32 core_span(s32 cpu, u32 *start)
 
 /*
  * Mirrors __update_idle_core(): @cpu goes idle; if every sibling is idle too, its LLC has an idle
- * core. Called from ops.update_idle; the kernel calls it when the idle task is picked.
+ * core. Called when newidle_balance() found nothing; the kernel calls it when the idle task is
+ * picked, just after.
  */
 static __always_inline void update_idle_core(s32 cpu)
 {
