@@ -457,6 +457,51 @@ fn wake_affine_weight_and_bias() {
     assert_eq!(LAB_LLC_IMBALANCE_PCT, 117);
 }
 
+/// The loads and capacities are read only when wake_affine() comes to WA_WEIGHT: whenever
+/// lab_wake_affine_weighs() says no, any loads give the same answer.
+#[test]
+fn wake_affine_reads_loads_only_to_weigh() {
+    let this_cpus = [
+        idle_cpu(0, 0, 0),
+        busy_cpu(0, 0, 0),
+        cpu(0, 0, 0, &[NICE_0_W, NICE_0_W]),
+        idle_cpu(0, 1, 0),
+    ];
+    let loads = [
+        (0, 0, 0, 0, 1024),
+        (1500, 2000, 400, 100, 1024),
+        (9000, 10, 10, 5000, 400),
+    ];
+    let mut weighed = 0;
+    for this in &this_cpus {
+        for prev in [idle_cpu(1, 0, 1), busy_cpu(1, 0, 1)] {
+            for sync in [false, true] {
+                for (wa_idle, wa_weight) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                    let mut w = wa(*this, prev, sync);
+                    w.wa_idle = wa_idle;
+                    w.wa_weight = wa_weight;
+                    if unsafe { host_wake_affine_weighs(&w) } {
+                        weighed += 1;
+                        continue;
+                    }
+                    let unread = unsafe { host_wake_affine(&w) };
+                    for (this_load, prev_load, task, waker, cap) in loads {
+                        let mut l = w;
+                        l.this_cpu.load = this_load;
+                        l.prev_cpu.load = prev_load;
+                        l.task_load = task;
+                        l.waker_load = waker;
+                        l.this_capacity = cap;
+                        assert_eq!(unsafe { host_wake_affine(&l) }, unread, "{l:?}");
+                    }
+                }
+            }
+        }
+    }
+    // Both busy with WA_WEIGHT on (and no sync shortcut) weigh.
+    assert!(weighed > 0);
+}
+
 #[test]
 fn want_affine_rules() {
     unsafe {

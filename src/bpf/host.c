@@ -172,6 +172,7 @@ bool host_want_affine(bool flips_known, u32 waker_flips, u32 wakee_flips, u32 ll
 	return lab_want_affine(flips_known, waker_flips, wakee_flips, llc_size, this_allowed);
 }
 u32 host_wake_affine(const struct lab_wake_affine *wa) { return lab_wake_affine(wa); }
+bool host_wake_affine_weighs(const struct lab_wake_affine *wa) { return lab_wake_affine_weighs(wa); }
 u32 host_select_idle_sibling(const struct lab_sis *s, s32 *cpu) { return lab_select_idle_sibling(s, cpu); }
 s32 host_idle_scan_budget(u32 nr_idle_scan, u32 llc_size, bool sis_util)
 {

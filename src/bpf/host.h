@@ -88,6 +88,7 @@ bool host_choose_idle_cpu(const struct lab_cpu_snap *c, bool wakee_idle);
 bool host_want_affine(bool flips_known, u32 waker_flips, u32 wakee_flips, u32 llc_size,
 		      bool this_allowed);
 u32 host_wake_affine(const struct lab_wake_affine *wa);
+bool host_wake_affine_weighs(const struct lab_wake_affine *wa);
 u32 host_select_idle_sibling(const struct lab_sis *s, s32 *cpu);
 s32 host_idle_scan_budget(u32 nr_idle_scan, u32 llc_size, bool sis_util);
 s32 host_select_idle_cpu(const struct lab_cpu_snap *llc, u32 size, u32 target_pos, s32 budget,

@@ -203,8 +203,9 @@ static __always_inline void init_idle_cpu_scan(void)
 		llc_nr_idle_scan[i & (LAB_MAX_CPUS - 1)] = topo.llc_size[i & (LAB_MAX_CPUS - 1)];
 }
 
-/* Mirrors wake_affine() over the snapshots in @wa (the waker's and the previous CPU) and the two
- * CPUs' capacities. */
+/* Mirrors wake_affine() over the snapshots in @wa (the waker's and the previous CPU) and, when it
+ * comes to WA_WEIGHT, the tasks' loads and the two CPUs' capacities (read only then, as the
+ * kernel reads them). @wa comes zeroed. */
 static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
 				       struct lab_wake_affine *wa, bool sync,
 				       const struct lab_params *params)
@@ -212,15 +213,19 @@ static __always_inline s32 wake_affine(struct task_ctx *tc, struct task_ctx *wc,
 	struct lab_rq *rq;
 	u32 r;
 
-	/* task_h_load() of the wakee and of the waker (none: a task of another class). */
-	wa->task_load = task_h_load(tc, wa->prev_cpu.load);
-	wa->waker_load = wc ? task_h_load(wc, wa->this_cpu.load) : 0;
 	wa->sync = sync;
-	wa->this_capacity = (rq = rq_get(wa->this_cpu.cpu)) ? rq_capacity(rq) : LAB_SCHED_CAPACITY;
-	wa->prev_capacity = (rq = rq_get(wa->prev_cpu.cpu)) ? rq_capacity(rq) : LAB_SCHED_CAPACITY;
 	wa->wa_idle = sched_feat(params, WA_IDLE);
 	wa->wa_weight = sched_feat(params, WA_WEIGHT);
 	wa->wa_bias = sched_feat(params, WA_BIAS);
+	if (lab_wake_affine_weighs(wa)) {
+		/* task_h_load() of the wakee and of the waker (none: a task of another class). */
+		wa->task_load = task_h_load(tc, wa->prev_cpu.load);
+		wa->waker_load = wc ? task_h_load(wc, wa->this_cpu.load) : 0;
+		wa->this_capacity = (rq = rq_get(wa->this_cpu.cpu)) ? rq_capacity(rq) :
+								      LAB_SCHED_CAPACITY;
+		wa->prev_capacity = (rq = rq_get(wa->prev_cpu.cpu)) ? rq_capacity(rq) :
+								      LAB_SCHED_CAPACITY;
+	}
 	r = lab_wake_affine(wa);
 	switch (r) {
 	case LAB_WA_IDLE_THIS:

@@ -128,6 +128,14 @@ LAB_INLINE s32 lab_wake_affine_idle(const struct lab_cpu_snap *this_cpu,
 	return -1;
 }
 
+/* Does wake_affine() come to WA_WEIGHT, the only step that reads the loads and capacities? (No
+ * when WA_IDLE already decided: the caller then leaves them unread.) */
+LAB_INLINE bool lab_wake_affine_weighs(const struct lab_wake_affine *wa)
+{
+	return wa->wa_weight &&
+	       (!wa->wa_idle || lab_wake_affine_idle(&wa->this_cpu, &wa->prev_cpu, wa->sync) < 0);
+}
+
 /* wake_affine(): WA_IDLE first, then WA_WEIGHT (with WA_BIAS); one of LAB_WA_*. Only
  * LAB_WA_IDLE_THIS and LAB_WA_WEIGHT_THIS move the target to the waker's CPU. */
 LAB_INLINE u32 lab_wake_affine(const struct lab_wake_affine *wa)
