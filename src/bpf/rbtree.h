@@ -124,6 +124,15 @@ LAB_NOINLINE void rb_insert(struct lab_cfs *cfs, lab_pool_t *pool, u32 n)
 	bool left = false;
 	int i;
 
+	/* Into an empty tree (a wakeup onto an idle CPU): the black root with its own aggregates,
+	 * what the general path leaves, without its loops. */
+	if (!p) {
+		se->left = se->right = se->parent = 0;
+		se->red = 0;
+		cfs->root = n;
+		rb_augment_node(pool, n);
+		return;
+	}
 	lab_for(i, 0, LAB_TREE_MAX_DEPTH) {
 		if (!p)
 			break;
@@ -207,6 +216,13 @@ LAB_NOINLINE void rb_erase(struct lab_cfs *cfs, lab_pool_t *pool, u32 z)
 	bool y_was_red = sz->red;
 	int i;
 
+	/* The only node (the running entity leaving the tree of a CPU with nothing else queued):
+	 * the tree is empty, what the general path leaves. */
+	if (cfs->root == z && !sz->left && !sz->right) {
+		cfs->root = 0;
+		sz->parent = 0;
+		return;
+	}
 	if (!sz->left) {
 		x = sz->right;
 		xp = sz->parent;

@@ -46,3 +46,55 @@ fn rb_tree_keeps_order_balance_and_aggregates_under_random_churn() {
         }
     }
 }
+
+/// A tree that empties and fills again, as a CPU's does at every wakeup onto it when idle: the
+/// shortcuts for a lone node (insert into an empty tree, erase of the only node) leave what the
+/// general paths leave, and the tree grows and shrinks from there as before.
+#[test]
+fn rb_tree_empties_and_refills() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut pool = Pool::new();
+    let mut cfs = lab_cfs::default();
+    for round in 0..200u64 {
+        let size = 1 + (round % 5) as u32;
+        let slots: Vec<u32> = (1..=size).map(|k| k + (round as u32 % 7) * 8).collect();
+        for &slot in &slots {
+            let se = pool.se_mut(slot);
+            // Stale links from an earlier round must not matter.
+            se.left = rng.random_range(0..64);
+            se.right = rng.random_range(0..64);
+            se.parent = rng.random_range(0..64);
+            se.red = rng.random_range(0..2);
+            se.deadline = rng.random_range(0..10_000_000);
+            se.vruntime = rng.random_range(0..10_000_000);
+            se.slice = rng.random_range(100_000..5_000_000);
+            unsafe { host_rb_insert(&mut cfs, pool.ptr(), slot) };
+            check_tree(&cfs, &pool);
+        }
+        assert_eq!(check_tree(&cfs, &pool).len(), size as usize);
+        if size == 1 {
+            let se = pool.se(slots[0]);
+            assert_eq!(
+                (cfs.root, se.red, se.left, se.right, se.parent),
+                (slots[0], 0, 0, 0, 0)
+            );
+            assert_eq!(
+                (se.min_vruntime, se.min_slice, se.max_slice),
+                (se.vruntime, se.slice, se.slice)
+            );
+        }
+        let mut order = slots.clone();
+        order.sort_by_key(|_| rng.random::<u32>());
+        for (k, &slot) in order.iter().enumerate() {
+            unsafe { host_rb_erase(&mut cfs, pool.ptr(), slot) };
+            assert_eq!(check_tree(&cfs, &pool).len(), order.len() - k - 1);
+            let se = pool.se(slot);
+            assert_eq!(
+                (se.left, se.right, se.parent),
+                (0, 0, 0),
+                "erased {slot} keeps no links"
+            );
+        }
+        assert_eq!(cfs.root, 0);
+    }
+}
