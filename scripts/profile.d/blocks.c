@@ -85,7 +85,7 @@ static void dump(const char *name)
 		return;
 	for (b = blocks; b; b = b->next)
 		if (b->execs)
-			fprintf(f, "%llx\t%u\t%llu\n", (unsigned long long)b->vaddr, b->insns,
+			fprintf(f, "%016llx\t%u\t%llu\n", (unsigned long long)b->vaddr, b->insns,
 				(unsigned long long)b->execs);
 	fclose(f);
 	rename(tmp, path);
