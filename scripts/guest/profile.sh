@@ -6,6 +6,7 @@
 #
 #   sh /lab/profile.sh SCHED[,SCHED...] CMD [ARGS...]     SCHED: eevdf, lab or scx:NAME
 set -u
+. "$(dirname "$0")/recipes/lib.sh"	# start_lab
 scheds=$1; shift
 sysctl -qw net.core.bpf_jit_kallsyms=1
 # The boot's own late work (key and certificate checks) ends first.
@@ -27,11 +28,10 @@ for s in $(echo "$scheds" | tr , ' '); do
 	pid=
 	case $s in
 	eevdf) ;;
-	lab) scx_eevdf_lab >/out/daemon.log 2>&1 & pid=$! ;;
-	scx:*) "${s#scx:}" >"/out/${s#scx:}.log" 2>&1 & pid=$! ;;
+	lab) start_lab; pid=$lab ;;
+	scx:*) "${s#scx:}" >"/out/${s#scx:}.log" 2>&1 & pid=$!; wait_state enabled ;;
 	*) echo "profile: unknown scheduler $s" >&2; exit 2 ;;
 	esac
-	[ -z "$pid" ] || wait_state enabled
 	mark "$s.begin"
 	"$@" >"/out/$s.workload" 2>&1 || { echo "profile: the workload failed under $s" >&2; exit 1; }
 	mark "$s.end"
