@@ -479,45 +479,21 @@ macro_rules! fill_topo {
         $dst.nr_nodes = t.nr_nodes;
         $dst.nr_cores = t.nr_cores();
         $dst.smt_active = t.smt_active as u32;
-        for (i, v) in t.cpu_node.iter().enumerate() {
-            $dst.cpu_node[i] = *v;
-        }
-        for (i, v) in t.core_start.iter().enumerate() {
-            $dst.core_start[i] = *v;
-        }
-        for (i, v) in t.core_size.iter().enumerate() {
-            $dst.core_size[i] = *v;
-        }
-        for (i, v) in t.core_cpus.iter().enumerate() {
-            $dst.core_cpus[i] = *v;
-        }
-        for (i, v) in t.cpu_llc.iter().enumerate() {
-            $dst.cpu_llc[i] = *v;
-        }
-        for (i, v) in t.cpu_core.iter().enumerate() {
-            $dst.cpu_core[i] = *v;
-        }
-        for (i, v) in t.cpu_llc_pos.iter().enumerate() {
-            $dst.cpu_llc_pos[i] = *v;
-        }
-        for (i, v) in t.llc_start.iter().enumerate() {
-            $dst.llc_start[i] = *v;
-        }
-        for (i, v) in t.llc_size.iter().enumerate() {
-            $dst.llc_size[i] = *v;
-        }
-        for (i, v) in t.llc_cpus.iter().enumerate() {
-            $dst.llc_cpus[i] = *v;
-        }
+        $dst.cpu_node[..t.cpu_node.len()].copy_from_slice(&t.cpu_node);
+        $dst.core_start[..t.core_start.len()].copy_from_slice(&t.core_start);
+        $dst.core_size[..t.core_size.len()].copy_from_slice(&t.core_size);
+        $dst.core_cpus[..t.core_cpus.len()].copy_from_slice(&t.core_cpus);
+        $dst.cpu_llc[..t.cpu_llc.len()].copy_from_slice(&t.cpu_llc);
+        $dst.cpu_core[..t.cpu_core.len()].copy_from_slice(&t.cpu_core);
+        $dst.cpu_llc_pos[..t.cpu_llc_pos.len()].copy_from_slice(&t.cpu_llc_pos);
+        $dst.llc_start[..t.llc_start.len()].copy_from_slice(&t.llc_start);
+        $dst.llc_size[..t.llc_size.len()].copy_from_slice(&t.llc_size);
+        $dst.llc_cpus[..t.llc_cpus.len()].copy_from_slice(&t.llc_cpus);
         for (i, v) in t.cpu_known.iter().enumerate() {
             $dst.cpu_known[i] = *v as u8;
         }
-        for (i, v) in t.cpu_order.iter().enumerate() {
-            $dst.cpu_order[i] = *v;
-        }
-        for (i, v) in t.cpu_order_pos.iter().enumerate() {
-            $dst.cpu_order_pos[i] = *v;
-        }
+        $dst.cpu_order[..t.cpu_order.len()].copy_from_slice(&t.cpu_order);
+        $dst.cpu_order_pos[..t.cpu_order_pos.len()].copy_from_slice(&t.cpu_order_pos);
         $dst.nr_levels = t.levels.len() as u32;
         $dst.wa_levels = t.levels_with(bpf_intf::LAB_SD_WAKE_AFFINE);
         $dst.fork_levels = t.levels_with(bpf_intf::LAB_SD_BALANCE_FORK);
