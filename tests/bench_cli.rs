@@ -342,7 +342,7 @@ fn a_composite_in_cgroups_reports_each_part_and_cleans_up() {
             "bench",
             "eevdf",
             "-w",
-            "pingpong:cgroup=lat:cpu_weight=300+messaging:groups=1:fds=2:loops=100:cgroup=batch",
+            "pingpong:cgroup=lat:cpu_weight=300+messaging:groups=1:fds=2:loops=1000:cgroup=batch",
             "-n",
             "2",
             "--warmup",

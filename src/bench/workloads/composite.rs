@@ -13,12 +13,15 @@
 //! them all at once; when every part is warm and the warm-up has passed it opens one window for
 //! all; it closes it after `--window`, or, when a part does fixed work or times itself
 //! (messaging, the external tools, cmd), once every such part has ended: the time-based parts
-//! then run until the last fixed-work part ends. Each part's metrics come back under its label
+//! then run until the last fixed-work part ends (a run in which one of them had not begun its
+//! window by then is invalid). Each part's metrics come back under its label
 //! (`lat/wakeup_p99_us`); a workload on its own in a cgroup keeps its metric names. The system
 //! counters (and `--trace`, which then follows every task) are read by the controller at the
 //! window's edges; the parts' task counters are summed.
 
-use super::gate::{ABORTED, FINISHED, LEFT, MAX_PARTS, PartGate, READY, SharedGate, WARM};
+use super::gate::{
+    ABORTED, FINISHED, LEFT, MAX_PARTS, MEASURING, PartGate, READY, SharedGate, WARM,
+};
 use super::team::{PHASE_DONE, PHASE_MEASURE};
 use super::{Key, Measurement, MetricDef, RunConfig, Workload};
 use crate::bench::cgroup::{self, CgroupSpec};
@@ -257,6 +260,18 @@ impl Composite {
                 Some(deadline),
                 &|| fixed.iter().all(|&i| gate.state_of(i) & FINISHED != 0),
             )?;
+            // A time-based part whose window had not begun by then would measure the machine
+            // without the fixed work, or nothing at all.
+            let late: Vec<&str> = (0..n)
+                .filter(|i| !fixed.contains(i) && gate.state_of(*i) & MEASURING == 0)
+                .map(|i| self.parts[i].label.as_str())
+                .collect();
+            if !late.is_empty() {
+                return Err(format!(
+                    "the fixed work ended before {} began measuring (give it more work)",
+                    late.join(", ")
+                ));
+            }
         }
         let elapsed_s = t0.elapsed().as_secs_f64();
         let s1 = Snapshot::take(&[]);

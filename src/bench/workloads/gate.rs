@@ -4,7 +4,8 @@
 //! The gate is a block of atomics in a shared memfd mapping (like a team's control block), so a
 //! child process sees the same words. Each part marks its own steps in its slot: ready (its
 //! tasks started), warm (its warm-up done: at once for a time-based part, after the warm-up pass
-//! for messaging), finished (a fixed-work part's timed work done) and left (its run returned).
+//! for messaging), measuring (a time-based part's window began), finished (a fixed-work part's
+//! timed work done) and left (its run returned).
 //! The controller ([`super::composite`]) releases every part at once (`go`), opens the window
 //! for all (`PHASE_MEASURE`) and closes it (`PHASE_DONE`); `abort` stops every part when one
 //! fails or the bench is interrupted.
@@ -23,6 +24,7 @@ pub const READY: u32 = 1;
 pub const WARM: u32 = 2;
 pub const FINISHED: u32 = 4;
 pub const LEFT: u32 = 8;
+pub const MEASURING: u32 = 16;
 
 /// Why a part stops when the gate is aborted.
 pub const ABORTED: &str =
@@ -136,6 +138,11 @@ impl PartGate {
     /// Waits until the controller opens the window.
     pub fn wait_window(&self) -> Result<()> {
         self.wait(&self.gate.phase, |p| p >= PHASE_MEASURE)
+    }
+
+    /// Says a time-based part took its first reading of the window.
+    pub fn measuring(&self) {
+        self.mark(MEASURING);
     }
 
     /// Says a fixed-work part has done its timed work.

@@ -71,6 +71,9 @@ pub fn timed_window(
     let o0 = team.ops_each();
     let t0 = Instant::now();
     team.ctl.set_phase(PHASE_MEASURE);
+    if let Some(g) = &rc.gate {
+        g.measuring();
+    }
     let step = (rc.window / SAMPLES_PER_WINDOW).min(MAX_SAMPLE_STEP);
     let mut samples = Vec::new();
     let mut last = (t0, team.ops(op_slots.iter().copied()));
