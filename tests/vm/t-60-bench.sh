@@ -108,8 +108,8 @@ sed -n '/^trace of pingpong/,/^| run before voluntary switch p50/p' /tmp/b1.out 
 # row NAME: the cells of a table row, one per arm, separated by ';'.
 row() { sed -n '/^trace of pingpong/,$p' /tmp/b1.out | grep "^| $1 " | head -n 1 | awk -F'|' '{ for (i = 3; i < NF; i++) printf "%s;", $i }'; }
 row "runs traced" | grep -qx ' *2 *; *2 *;' || fail "--trace: not both arms traced 2 runs: $(row 'runs traced')"
-row "wakeups, migrated per wakeup" | awk -F';' '{ for (i = 1; i < NF; i++) { split($i, w, ","); if (w[1] + 0 <= 0) exit 1 } }' ||
-	fail "--trace: an arm has no wakeups: $(row 'wakeups, migrated per wakeup')"
+row "wakeups, migrated / to the waker's CPU per wakeup" | awk -F';' '{ for (i = 1; i < NF; i++) { split($i, w, ","); if (w[1] + 0 <= 0) exit 1 } }' ||
+	fail "--trace: an arm has no wakeups: $(row "wakeups, migrated / to the waker's CPU per wakeup")"
 row "run before voluntary switch p50" | grep -q '[0-9]' || fail "--trace: no voluntary run lengths"
 row "switches vol + invol: traced / counted" | awk -F';' '{
 	for (i = 1; i < NF; i++) {

@@ -36,6 +36,8 @@ const C_SW_VOL: usize = 2;
 const C_SW_INVOL: usize = 3;
 const C_EVENTS: usize = 4;
 const C_COST_NS: usize = 5;
+const C_WAKE_TO_WAKER: usize = 6;
+const NR_COUNTS: usize = 7;
 
 /// What the tracer saw in one window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,9 +48,12 @@ pub struct TraceCounts {
     pub run_involuntary: Hist,
     /// Run length before a voluntary switch out (the task blocked), ns.
     pub run_voluntary: Hist,
-    /// Wakeups that ran, and those that ran on another CPU than before.
+    /// Wakeups that ran, those that ran on another CPU than before, and those of them that
+    /// ran on the waker's CPU.
     pub wakeups: u64,
     pub wakeups_migrated: u64,
+    #[serde(default)]
+    pub wakeups_to_waker: u64,
     /// Switches out of the traced tasks, as the kernel counts nvcsw and nivcsw.
     pub switches_voluntary: u64,
     pub switches_involuntary: u64,
@@ -63,7 +68,7 @@ pub struct TraceCounts {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceReading {
     hists: [Hist; NR_HISTS],
-    counts: [u64; 6],
+    counts: [u64; NR_COUNTS],
     max_ns: [u64; NR_HISTS],
 }
 
@@ -77,6 +82,7 @@ impl TraceCounts {
             run_voluntary: b.hists[H_RUN_VOL].since(&a.hists[H_RUN_VOL]),
             wakeups: c(C_WAKEUPS),
             wakeups_migrated: c(C_WAKE_MIGRATED),
+            wakeups_to_waker: c(C_WAKE_TO_WAKER),
             switches_voluntary: c(C_SW_VOL),
             switches_involuntary: c(C_SW_INVOL),
             events: c(C_EVENTS),
@@ -167,7 +173,9 @@ impl Tracer {
             let max = unsafe { AtomicU64::from_ptr(&mut bss.max_ns[h]) };
             r.max_ns[h] = max.swap(0, Ordering::AcqRel);
         }
-        for (i, slot) in bss.counts.iter().enumerate() {
+        // The program's counters are the ones named above (a type check, no copy).
+        let counts: &[u64; NR_COUNTS] = &bss.counts;
+        for (i, slot) in counts.iter().enumerate() {
             // SAFETY: as above.
             r.counts[i] = unsafe { std::ptr::read_volatile(slot) };
         }
@@ -186,14 +194,17 @@ mod tests {
         a.hists[H_WAKEUP].0[20] = 3;
         b.hists[H_WAKEUP].0[20] = 10;
         b.hists[H_RUN_VOL].0[40] = 4;
-        a.counts = [3, 1, 10, 2, 50, 5000];
-        b.counts = [10, 3, 14, 5, 80, 8000];
+        a.counts = [3, 1, 10, 2, 50, 5000, 0];
+        b.counts = [10, 3, 14, 5, 80, 8000, 1];
         a.max_ns = [999, 999, 999];
         b.max_ns = [70, 0, 300];
         let w = TraceCounts::between(&a, &b);
         assert_eq!((w.wakeup.total(), w.run_voluntary.total()), (7, 4));
         assert_eq!(w.run_involuntary.total(), 0);
-        assert_eq!((w.wakeups, w.wakeups_migrated), (7, 2));
+        assert_eq!(
+            (w.wakeups, w.wakeups_migrated, w.wakeups_to_waker),
+            (7, 2, 1)
+        );
         assert_eq!((w.switches_voluntary, w.switches_involuntary), (4, 3));
         assert_eq!((w.events, w.cost_ns), (30, 3000));
         // The maxima are those since the first reading, which reset them.

@@ -66,6 +66,9 @@ pub struct ArmTrace {
     pub run_involuntary: HistSummary,
     pub run_voluntary: HistSummary,
     pub migrations_per_wakeup: Option<f64>,
+    /// Wakeups that moved to the waker's CPU, per wakeup.
+    #[serde(default)]
+    pub to_waker_per_wakeup: Option<f64>,
     /// Switches out of the traced tasks that the trace saw: voluntary, involuntary.
     pub traced_switches: (u64, u64),
     /// The same tasks' switches as the kernel counted them (`/proc/<tid>/status`), when the
@@ -102,7 +105,7 @@ pub fn summaries(
             }
             let mut hists: [Hist; 3] = Default::default();
             let mut max = [0u64; 3];
-            let (mut wakeups, mut migrated, mut vol, mut invol) = (0, 0, 0, 0);
+            let (mut wakeups, mut migrated, mut to_waker, mut vol, mut invol) = (0, 0, 0, 0, 0);
             let (mut events, mut cost, mut window_ns) = (0u64, 0u64, 0.0);
             let (mut cvol, mut cinvol, mut own_tasks) = (0, 0, true);
             for (t, c, elapsed) in &mine {
@@ -114,6 +117,7 @@ pub fn summaries(
                 }
                 wakeups += t.wakeups;
                 migrated += t.wakeups_migrated;
+                to_waker += t.wakeups_to_waker;
                 vol += t.switches_voluntary;
                 invol += t.switches_involuntary;
                 events += t.events;
@@ -131,6 +135,7 @@ pub fn summaries(
                 run_involuntary: HistSummary::of(&hists[1], max[1]),
                 run_voluntary: HistSummary::of(&hists[2], max[2]),
                 migrations_per_wakeup: (wakeups > 0).then(|| migrated as f64 / wakeups as f64),
+                to_waker_per_wakeup: (wakeups > 0).then(|| to_waker as f64 / wakeups as f64),
                 traced_switches: (vol, invol),
                 counted_switches: own_tasks.then_some((cvol, cinvol)),
                 events,
@@ -233,13 +238,14 @@ pub fn table_block(r: &Report, wl: &WorkloadInfo) -> Option<String> {
             Box::new(|t| pcts(&t.wakeup)),
         ),
         (
-            "wakeups, migrated per wakeup",
+            "wakeups, migrated / to the waker's CPU per wakeup",
             Box::new(|t| {
+                let per = |v: Option<f64>| v.map_or("-".into(), |m| format!("{m:.3}"));
                 format!(
-                    "{}, {}",
+                    "{}, {} / {}",
                     t.wakeup.events,
-                    t.migrations_per_wakeup
-                        .map_or("-".into(), |m| format!("{m:.3}"))
+                    per(t.migrations_per_wakeup),
+                    per(t.to_waker_per_wakeup)
                 )
             }),
         ),
@@ -427,6 +433,7 @@ mod tests {
             let mut t = TraceCounts {
                 wakeups: 1000,
                 wakeups_migrated: if lab { 50 } else { 10 },
+                wakeups_to_waker: if lab { 20 } else { 0 },
                 switches_voluntary: m.counters.voluntary,
                 switches_involuntary: m.counters.involuntary,
                 events: 4000,
@@ -459,6 +466,7 @@ mod tests {
         assert_eq!((e.runs, l.runs), (6, 5));
         assert_eq!(e.wakeup.events, 6000);
         assert_eq!(l.migrations_per_wakeup, Some(0.05));
+        assert_eq!(l.to_waker_per_wakeup, Some(0.02));
         // p50 in the 2 µs bucket, p99 too (99 % of the events); the max is the program's.
         let up = |v: u64| {
             let b = (0..hist::BUCKETS)
@@ -488,6 +496,7 @@ mod tests {
         );
         assert!(t.contains("12000 + 120 / 12000 + 120"), "{t}");
         assert!(t.contains("300 ns, 0.06%"), "{t}");
+        assert!(t.contains("5000, 0.050 / 0.020"), "{t}");
         let row = |name: &str| {
             t.lines()
                 .find(|l| l.contains(name))

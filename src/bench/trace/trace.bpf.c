@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The bench's scheduling tracer (`bench --trace`): a tracing program on the sched_switch,
- * sched_wakeup and sched_wakeup_new tracepoints that keeps, for the traced tasks,
+ * sched_waking, sched_wakeup and sched_wakeup_new tracepoints that keeps, for the traced tasks,
  *
  *  - the wakeup latency: from sched_wakeup (or sched_wakeup_new) to the task's next switch in;
  *  - the run length before an involuntary switch (preempted, or left runnable) and before a
  *    voluntary one (it blocked): from its switch in to its switch out;
- *  - how many wakeups ran on another CPU than the one the task last ran on;
+ *  - how many wakeups ran on another CPU than the one the task last ran on, and how many of
+ *    those on the waker's CPU (where sched_waking fired; the forking CPU for a new task): the
+ *    outcome of the wake-affine choice, whatever the scheduler;
  *  - its switches out, voluntary and involuntary, as the kernel counts nvcsw and nivcsw;
  *  - the program's own cost: the time from its entry to its last update, per event.
  *
@@ -32,6 +34,7 @@ enum lab_trace_count {
 	C_SW_INVOL,	 /* ... that were preempted or stayed runnable */
 	C_EVENTS,	 /* tracepoint hits that touched a traced task */
 	C_COST_NS,	 /* the programs' time on those hits */
+	C_WAKE_TO_WAKER, /* migrated wakeups that ran on the waker's CPU */
 	NR_COUNTS,
 };
 
@@ -55,7 +58,7 @@ struct task_ctx {
 	__u64 wake_ts;	 /* its last wakeup, until it runs (0: none pending) */
 	__u64 run_start; /* its last switch in, until it switches out (0: unknown) */
 	__s32 last_cpu;	 /* the CPU it last ran on, + 1 (0: unknown) */
-	__u32 pad;
+	__s32 waker_cpu; /* the CPU its pending wakeup came from, + 1 (0: unknown) */
 };
 
 struct {
@@ -111,7 +114,26 @@ static __always_inline void charge(__u64 start)
 	__sync_fetch_and_add(&counts[C_COST_NS], bpf_ktime_get_ns() - start);
 }
 
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(struct task_struct *p, bool new)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct task_ctx *c;
+
+	if (!is_traced(p))
+		return 0;
+	c = ctx_of(p);
+	if (c) {
+		c->wake_ts = now;
+		if (new)
+			c->waker_cpu = bpf_get_smp_processor_id() + 1;
+	}
+	charge(now);
+	return 0;
+}
+
+/* try_to_wake_up() fires it on the waker's CPU, before the CPU choice. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(lab_trace_waking, struct task_struct *p)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct task_ctx *c;
@@ -120,7 +142,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 		return 0;
 	c = ctx_of(p);
 	if (c)
-		c->wake_ts = now;
+		c->waker_cpu = bpf_get_smp_processor_id() + 1;
 	charge(now);
 	return 0;
 }
@@ -128,13 +150,13 @@ static __always_inline int on_wakeup(struct task_struct *p)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(lab_trace_wakeup, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, false);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(lab_trace_wakeup_new, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(p, true);
 }
 
 /*
@@ -167,6 +189,7 @@ int BPF_PROG(lab_trace_switch, bool preempt, struct task_struct *prev, struct ta
 			}
 			c->run_start = 0;
 			c->wake_ts = 0;
+			c->waker_cpu = 0;
 			c->last_cpu = cpu;
 		}
 	}
@@ -177,10 +200,14 @@ int BPF_PROG(lab_trace_switch, bool preempt, struct task_struct *prev, struct ta
 			if (c->wake_ts && now >= c->wake_ts) {
 				record(H_WAKEUP, now - c->wake_ts);
 				__sync_fetch_and_add(&counts[C_WAKEUPS], 1);
-				if (c->last_cpu && c->last_cpu != cpu)
+				if (c->last_cpu && c->last_cpu != cpu) {
 					__sync_fetch_and_add(&counts[C_WAKE_MIGRATED], 1);
+					if (c->waker_cpu == cpu)
+						__sync_fetch_and_add(&counts[C_WAKE_TO_WAKER], 1);
+				}
 			}
 			c->wake_ts = 0;
+			c->waker_cpu = 0;
 			c->run_start = now;
 		}
 	}
