@@ -18,6 +18,10 @@ pub struct Environment {
     /// The preempt model: debugfs `sched/preempt` when present, else the kernel version string.
     pub preempt: Option<String>,
     pub autogroup: Option<String>,
+    /// The bench's own autogroup (/proc/self/autogroup: `/autogroup-N nice K`), when it is in
+    /// one; none in the default group (a session that never called setsid, or init's).
+    #[serde(default)]
+    pub session_autogroup: Option<String>,
     pub cgroup: Option<String>,
     pub governor: Option<String>,
     pub thp: Option<String>,
@@ -161,6 +165,31 @@ fn preempt_model(debugfs: &BTreeMap<String, String>, u: &Uname) -> Option<String
         .map(|m| format!("{m} (from uname -v)"))
 }
 
+impl Environment {
+    /// Why the kernel's arms may not be like-for-like with sched_ext arms: the bench's tasks
+    /// (and the workloads' without `cgroup=`) share an autogroup that fair.c weighs as one group
+    /// and that sched_ext never sees. None when autogroup is off, the bench is not in one, or
+    /// the arms do not mix the kernel's fair class with a sched_ext scheduler.
+    pub fn autogroup_note(&self, arms: &[crate::bench::arms::Arm]) -> Option<String> {
+        use crate::bench::arms::ArmKind;
+        let kernel = arms.iter().any(|a| a.spec.kind == ArmKind::Eevdf);
+        if !kernel || arms.iter().all(|a| a.spec.kind == ArmKind::Eevdf) {
+            return None;
+        }
+        let group = self.session_autogroup.as_deref()?;
+        if self.autogroup.as_deref() != Some("1") {
+            return None;
+        }
+        let name = group.split_whitespace().next().unwrap_or(group);
+        Some(format!(
+            "the bench runs in {name}: the kernel's fair class weighs the tasks of workloads \
+             without cgroup= as that one group, which sched_ext schedulers do not see; for \
+             like-for-like arms set kernel.sched_autogroup_enabled=0 or give the workloads \
+             cgroup=NAME"
+        ))
+    }
+}
+
 pub fn capture(tools: &[&str]) -> Environment {
     let u = uname();
     let debugfs = debugfs_sched();
@@ -182,6 +211,7 @@ pub fn capture(tools: &[&str]) -> Environment {
         cpu_model,
         topology: topology(),
         autogroup: read("/proc/sys/kernel/sched_autogroup_enabled"),
+        session_autogroup: read("/proc/self/autogroup").filter(|s| !s.is_empty()),
         cgroup: read("/proc/self/cgroup"),
         governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         thp: read("/sys/kernel/mm/transparent_hugepage/enabled"),
@@ -197,6 +227,43 @@ pub fn capture(tools: &[&str]) -> Environment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_autogroup_is_noted_only_when_it_applies() {
+        let arms = |specs: &[&str]| -> Vec<crate::bench::arms::Arm> {
+            let base = crate::bench::arms::baseline(4);
+            specs
+                .iter()
+                .map(|s| {
+                    let spec = crate::bench::arms::ArmSpec::parse(s).unwrap();
+                    crate::bench::arms::Arm::resolve(spec, &base, 4).unwrap()
+                })
+                .collect()
+        };
+        let mixed = arms(&["eevdf", "lab"]);
+        let mut e = capture(&[]);
+        e.autogroup = Some("1".into());
+        e.session_autogroup = Some("/autogroup-23 nice 0".into());
+        let n = e.autogroup_note(&mixed).unwrap();
+        assert!(n.starts_with("the bench runs in /autogroup-23: "), "{n}");
+        assert!(n.contains("kernel.sched_autogroup_enabled=0"), "{n}");
+        // Arms of one kind each see the group the same way.
+        assert_eq!(
+            e.autogroup_note(&arms(&["eevdf", "eevdf:NO_WA_WEIGHT"])),
+            None
+        );
+        assert_eq!(e.autogroup_note(&arms(&["lab", "lab:NO_WA_WEIGHT"])), None);
+        e.autogroup = Some("0".into());
+        assert_eq!(e.autogroup_note(&mixed), None);
+        e.autogroup = Some("1".into());
+        e.session_autogroup = None;
+        assert_eq!(e.autogroup_note(&mixed), None);
+        // bench.json of an earlier version has no field: none.
+        let mut v = serde_json::to_value(&e).unwrap();
+        v.as_object_mut().unwrap().remove("session_autogroup");
+        let back: Environment = serde_json::from_value(v).unwrap();
+        assert_eq!(back.session_autogroup, None);
+    }
 
     #[test]
     fn captures_this_host() {

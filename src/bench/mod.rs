@@ -417,6 +417,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         trace::start().context("bench --trace")?;
     }
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
+    if let Some(n) = environment.autogroup_note(&arms) {
+        eprintln!("scx_eevdf_lab bench: note: {n}");
+    }
 
     let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
     if args.bpf_stats {

@@ -66,6 +66,9 @@ pub fn table(r: &Report) -> String {
             .map(|a| format!(", A/A arm {a}"))
             .unwrap_or_default()
     );
+    if let Some(n) = e.autogroup_note(&r.arms) {
+        let _ = writeln!(s, "note: {n}");
+    }
     sources(&mut s, r);
     for wl in &r.workloads {
         let _ = writeln!(s, "\n{} — {}", wl.label, wl.description);
