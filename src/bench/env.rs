@@ -18,8 +18,10 @@ pub struct Environment {
     /// The preempt model: debugfs `sched/preempt` when present, else the kernel version string.
     pub preempt: Option<String>,
     pub autogroup: Option<String>,
-    /// The bench's own autogroup (/proc/self/autogroup: `/autogroup-N nice K`), when it is in
-    /// one; none in the default group (a session that never called setsid, or init's).
+    /// The bench's own autogroup (/proc/self/autogroup: `/autogroup-N nice K`) when the kernel
+    /// uses it for the bench's tasks; none in the default group (a session that never called
+    /// setsid, or init's), or when the tasks' cpu cgroup is not the root (autogroups apply only
+    /// there).
     #[serde(default)]
     pub session_autogroup: Option<String>,
     pub cgroup: Option<String>,
@@ -190,6 +192,40 @@ impl Environment {
     }
 }
 
+/// Is a task of membership `cgroup` (a `/proc/PID/cgroup` text) in the root cpu group? With the
+/// cpu controller on a v1 hierarchy, that line's path says; on v2 its cpu cgroup is the nearest
+/// one up its path whose `cgroup.controllers` under `root` lists `cpu` (the root when none
+/// does). Unknown (no such line, unreadable files): false.
+pub fn in_root_cpu_group(root: &Path, cgroup: &str) -> bool {
+    for l in cgroup.lines() {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrls, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        if ctrls.split(',').any(|c| c == "cpu") {
+            return path.trim() == "/";
+        }
+    }
+    let Some(path) = cgroup.lines().find_map(|l| l.strip_prefix("0::")) else {
+        return false;
+    };
+    let mut dir = Path::new(path.trim());
+    while let Ok(rest) = dir.strip_prefix("/") {
+        if rest.as_os_str().is_empty() {
+            return true;
+        }
+        let Ok(c) = fs::read_to_string(root.join(rest).join("cgroup.controllers")) else {
+            return false;
+        };
+        if c.split_whitespace().any(|w| w == "cpu") {
+            return false;
+        }
+        dir = match dir.parent() {
+            Some(p) => p,
+            None => return true,
+        };
+    }
+    false
+}
+
 pub fn capture(tools: &[&str]) -> Environment {
     let u = uname();
     let debugfs = debugfs_sched();
@@ -211,7 +247,11 @@ pub fn capture(tools: &[&str]) -> Environment {
         cpu_model,
         topology: topology(),
         autogroup: read("/proc/sys/kernel/sched_autogroup_enabled"),
-        session_autogroup: read("/proc/self/autogroup").filter(|s| !s.is_empty()),
+        session_autogroup: read("/proc/self/autogroup").filter(|s| {
+            !s.is_empty()
+                && read("/proc/self/cgroup")
+                    .is_some_and(|c| in_root_cpu_group(&crate::bench::cgroup::root(), &c))
+        }),
         cgroup: read("/proc/self/cgroup"),
         governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         thp: read("/sys/kernel/mm/transparent_hugepage/enabled"),
@@ -263,6 +303,33 @@ mod tests {
         v.as_object_mut().unwrap().remove("session_autogroup");
         let back: Environment = serde_json::from_value(v).unwrap();
         assert_eq!(back.session_autogroup, None);
+    }
+
+    #[test]
+    fn the_root_cpu_group_is_found_up_the_path() {
+        let d = std::env::temp_dir().join(format!("lab-env-cg-{}", std::process::id()));
+        fs::create_dir_all(d.join("user.slice/session-1.scope")).unwrap();
+        fs::create_dir_all(d.join("system.slice/cron.service")).unwrap();
+        fs::write(d.join("cgroup.controllers"), "cpuset cpu io memory\n").unwrap();
+        fs::write(d.join("user.slice/cgroup.controllers"), "memory pids\n").unwrap();
+        fs::write(d.join("user.slice/session-1.scope/cgroup.controllers"), "").unwrap();
+        fs::write(d.join("system.slice/cgroup.controllers"), "cpu memory\n").unwrap();
+        fs::write(d.join("system.slice/cron.service/cgroup.controllers"), "").unwrap();
+        // No cpu controller below the root: the root group's, where autogroups apply.
+        assert!(in_root_cpu_group(&d, "0::/user.slice/session-1.scope\n"));
+        assert!(in_root_cpu_group(&d, "0::/\n"));
+        // A cpu-enabled ancestor: its group.
+        assert!(!in_root_cpu_group(&d, "0::/system.slice/cron.service\n"));
+        // The cpu controller on a v1 hierarchy: its line decides.
+        assert!(in_root_cpu_group(
+            &d,
+            "2:cpu,cpuacct:/\n1:memory:/x\n0::/system.slice\n"
+        ));
+        assert!(!in_root_cpu_group(&d, "2:cpu,cpuacct:/docker/abc\n0::/\n"));
+        // No v2 line, or a path that is not there: unknown.
+        assert!(!in_root_cpu_group(&d, "1:name=systemd:/\n"));
+        assert!(!in_root_cpu_group(&d, "0::/gone\n"));
+        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

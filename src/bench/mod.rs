@@ -417,11 +417,11 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         trace::start().context("bench --trace")?;
     }
     let environment = env::capture(&["stress-ng", "hackbench", "perf"]);
+
+    let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
     if let Some(n) = environment.autogroup_note(&arms) {
         eprintln!("scx_eevdf_lab bench: note: {n}");
     }
-
-    let mut runner = Runner::new(&arms, base.clone(), out_dir.join("scheduler.log"), ncpus)?;
     if args.bpf_stats {
         runner.enable_bpf_stats()?;
     }
